@@ -1,0 +1,137 @@
+"""Stream domains and the event-level sensitivity Δ they induce.
+
+A domain says which values one stream item may take and which streams are
+neighbours.  Event-level privacy compares streams that differ in one item:
+
+* ``"replace"`` (bounded): one item changes from any allowed value to any other,
+  so ``Δ = upper − lower``;
+* ``"add_remove"`` (unbounded): one item is present or absent (absent counts as 0),
+  so ``Δ = max(|lower|, |upper|)``.
+
+For bits both give ``Δ = 1``.  Δ is an exact :class:`~fractions.Fraction`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from dpref.errors import DomainError, ParameterError
+from dpref.validation import check_fraction, check_real_vector, fmt
+
+__all__ = ["Domain", "Neighbours", "bits", "bounded_integers", "bounded_reals"]
+
+Neighbours = Literal["replace", "add_remove"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Domain:
+    """The set of values a stream item may take, and the neighbour relation."""
+
+    lower: Fraction
+    """Smallest allowed item value (exact)."""
+    upper: Fraction
+    """Largest allowed item value (exact)."""
+    integer: bool = True
+    """Whether items must be integers (required for exact discrete Laplace noise)."""
+    neighbours: Neighbours = "replace"
+    """``"replace"``: one item replaced; ``"add_remove"``: one item present or absent."""
+    name: str = field(default="")
+    """A short label for reports."""
+
+    def __post_init__(self) -> None:
+        lower = check_fraction("lower", self.lower)
+        upper = check_fraction("upper", self.upper)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        if lower >= upper:
+            raise ParameterError(f"upper={fmt(self.upper)}: must be > lower={fmt(self.lower)}")
+        if self.integer and (lower.denominator != 1 or upper.denominator != 1):
+            raise ParameterError(
+                f"lower={fmt(self.lower)}, upper={fmt(self.upper)}: integer domains need "
+                "integer bounds"
+            )
+        if self.neighbours not in ("replace", "add_remove"):
+            raise ParameterError(
+                f"neighbours={fmt(self.neighbours)}: must be 'replace' or 'add_remove'"
+            )
+        if self.neighbours == "add_remove" and not lower <= 0 <= upper:
+            raise ParameterError(
+                f"neighbours='add_remove' needs 0 in [lower, upper], got [{lower}, {upper}]"
+            )
+        if not self.name:
+            kind = "int" if self.integer else "real"
+            object.__setattr__(self, "name", f"{kind}[{lower},{upper}]/{self.neighbours}")
+
+    @property
+    def sensitivity(self) -> Fraction:
+        """Event-level sensitivity Δ of one item (exact)."""
+        from dpref.sensitivity import stream_item_sensitivity
+
+        return stream_item_sensitivity(self.lower, self.upper, self.neighbours)
+
+    @property
+    def is_bits(self) -> bool:
+        """True for the bit domain {0, 1}."""
+        return self.integer and self.lower == 0 and self.upper == 1
+
+    def extremes(self) -> tuple[float, float]:
+        """The two values that realise Δ on a neighbouring pair."""
+        if self.neighbours == "replace":
+            return float(self.lower), float(self.upper)
+        far = self.upper if abs(self.upper) >= abs(self.lower) else self.lower
+        return 0.0, float(far)
+
+    def check_value(self, name: str, value: Any) -> float:
+        """Validate one item (online counters) and return it as a float."""
+        if isinstance(value, bool | np.bool_):
+            value = int(value)
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise DomainError(f"{name}={fmt(value)}: must be a number in {self.name}") from None
+        if not (self.lower <= x <= self.upper) or (self.integer and not x.is_integer()):
+            raise DomainError(f"{name}={fmt(value)}: outside the domain {self.name}")
+        return x
+
+    def check_stream(
+        self, name: str, stream: Any, *, horizon: int | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Validate a whole stream: 1-D, finite, in the domain, not past the horizon."""
+        if isinstance(stream, np.ndarray) and stream.dtype == np.bool_:
+            stream = stream.astype(np.int64)
+        arr = check_real_vector(name, stream, max_len=horizon)
+        lo, hi = float(self.lower), float(self.upper)
+        bad = (arr < lo) | (arr > hi)
+        if self.integer:
+            bad |= arr != np.floor(arr)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DomainError(f"{name}[{i}]={arr[i]!r}: outside the domain {self.name}")
+        return arr
+
+
+def bits() -> Domain:
+    """The bit domain {0, 1} (Δ = 1), the default for counting."""
+    return Domain(lower=Fraction(0), upper=Fraction(1), integer=True, name="bits")
+
+
+def bounded_integers(lower: int, upper: int, neighbours: Neighbours = "replace") -> Domain:
+    """Integers in ``[lower, upper]``."""
+    return Domain(
+        lower=Fraction(lower), upper=Fraction(upper), integer=True, neighbours=neighbours
+    )
+
+
+def bounded_reals(lower: Any, upper: Any, neighbours: Neighbours = "replace") -> Domain:
+    """Reals in ``[lower, upper]`` (bounds exact)."""
+    return Domain(
+        lower=check_fraction("lower", lower),
+        upper=check_fraction("upper", upper),
+        integer=False,
+        neighbours=neighbours,
+    )

@@ -1,0 +1,161 @@
+"""Small checkers used by every public entry point.
+
+Each checker validates one parameter, raises a :class:`~dpref.errors.DprefError`
+subclass whose message reads ``name=value: what is wrong``, and returns the
+value converted to its canonical type.  They run before any noise is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpref.errors import DomainError, DprefTypeError, HorizonError, ParameterError
+
+__all__ = [
+    "check_epsilon",
+    "check_fraction",
+    "check_int_range",
+    "check_positive_int",
+    "check_probability_open",
+    "check_real_vector",
+    "check_runs",
+    "ceil_float",
+    "floor_float",
+    "fmt",
+]
+
+
+def fmt(value: Any) -> str:
+    """Render a value for an error message, short and unambiguous."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return text
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool | np.bool_)
+
+
+def check_fraction(name: str, value: Any) -> Fraction:
+    """Convert an exact-able real number to :class:`Fraction`.
+
+    Accepts ints, Fractions, finite floats (converted exactly, so ``0.1`` becomes
+    the binary fraction nearest 0.1) and strings such as ``"1/3"`` or ``"0.5"``.
+    """
+    if _is_bool(value):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a real number, not a bool")
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, numbers.Integral):
+        return Fraction(int(value))
+    if isinstance(value, str):
+        try:
+            return Fraction(value.strip())
+        except (ValueError, ZeroDivisionError) as exc:
+            raise ParameterError(f"{name}={fmt(value)}: not a number ({exc})") from None
+    if isinstance(value, numbers.Real):
+        as_float = float(value)
+        if not math.isfinite(as_float):
+            raise ParameterError(f"{name}={fmt(value)}: must be finite")
+        return Fraction(as_float)
+    raise DprefTypeError(f"{name}={fmt(value)}: must be a real number")
+
+
+def check_epsilon(name: str, value: Any) -> Fraction:
+    """A privacy parameter: finite and strictly positive, returned exactly."""
+    eps = check_fraction(name, value)
+    if eps <= 0:
+        raise ParameterError(f"{name}={fmt(value)}: must be > 0")
+    return eps
+
+
+def check_positive_int(name: str, value: Any) -> int:
+    """A positive integer; bools and floats are rejected."""
+    return check_int_range(name, value, 1, None)
+
+
+def check_int_range(name: str, value: Any, low: int | None, high: int | None) -> int:
+    """An integer in ``[low, high]`` (either bound may be ``None``); bools rejected."""
+    if _is_bool(value) or not isinstance(value, numbers.Integral):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be an int")
+    out = int(value)
+    if low is not None and out < low:
+        raise ParameterError(f"{name}={fmt(value)}: must be >= {low}")
+    if high is not None and out > high:
+        raise ParameterError(f"{name}={fmt(value)}: must be <= {high}")
+    return out
+
+
+def check_runs(name: str, value: Any) -> int:
+    """A number of independent runs (positive int)."""
+    return check_positive_int(name, value)
+
+
+def check_probability_open(name: str, value: Any) -> Fraction:
+    """A number strictly inside (0, 1), returned exactly."""
+    p = check_fraction(name, value)
+    if not 0 < p < 1:
+        raise ParameterError(f"{name}={fmt(value)}: must be in the open interval (0, 1)")
+    return p
+
+
+def check_real_vector(
+    name: str, value: Any, *, max_len: int | None = None, allow_empty: bool = False
+) -> npt.NDArray[np.float64]:
+    """A 1-D array of finite reals, returned as a new float64 array.
+
+    Rejects strings, ragged or nested input, complex numbers, NaN and infinities,
+    and (when ``max_len`` is given) arrays longer than ``max_len``.
+    """
+    if isinstance(value, str | bytes):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a 1-D sequence of numbers")
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise DprefTypeError(f"{name}={fmt(value)}: not an array of numbers ({exc})") from None
+    if arr.ndim != 1:
+        raise DprefTypeError(f"{name}: must be 1-D, got shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind == "O" and arr.size > 0:
+            ok = all(isinstance(v, numbers.Real) and not isinstance(v, str) for v in arr)
+            if not ok:
+                raise DprefTypeError(f"{name}={fmt(value)}: must contain only real numbers")
+        elif arr.size > 0 or arr.dtype.kind not in "O":
+            raise DprefTypeError(
+                f"{name}={fmt(value)}: must contain real numbers, got dtype {arr.dtype}"
+            )
+    try:
+        out = np.array(arr, dtype=np.float64)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise DprefTypeError(f"{name}={fmt(value)}: not convertible to float ({exc})") from None
+    if out.size == 0 and not allow_empty:
+        raise ParameterError(f"{name}: must not be empty")
+    if not np.all(np.isfinite(out)):
+        bad = int(np.flatnonzero(~np.isfinite(out))[0])
+        raise DomainError(f"{name}[{bad}]={out[bad]!r}: values must be finite")
+    if max_len is not None and out.size > max_len:
+        raise HorizonError(f"{name}: length {out.size} exceeds horizon={max_len}")
+    return out
+
+
+def ceil_float(value: Fraction) -> float:
+    """The smallest float >= ``value`` (round a budget or a noise scale up)."""
+    out = float(value)
+    if Fraction(out) < value:
+        out = math.nextafter(out, math.inf)
+    return out
+
+
+def floor_float(value: Fraction) -> float:
+    """The largest float <= ``value``."""
+    out = float(value)
+    if Fraction(out) > value:
+        out = math.nextafter(out, -math.inf)
+    return out
