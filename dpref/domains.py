@@ -122,9 +122,7 @@ def bits() -> Domain:
 
 def bounded_integers(lower: int, upper: int, neighbours: Neighbours = "replace") -> Domain:
     """Integers in ``[lower, upper]``."""
-    return Domain(
-        lower=Fraction(lower), upper=Fraction(upper), integer=True, neighbours=neighbours
-    )
+    return Domain(lower=Fraction(lower), upper=Fraction(upper), integer=True, neighbours=neighbours)
 
 
 def bounded_reals(lower: Any, upper: Any, neighbours: Neighbours = "replace") -> Domain:

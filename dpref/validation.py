@@ -18,6 +18,7 @@ import numpy.typing as npt
 from dpref.errors import DomainError, DprefTypeError, HorizonError, ParameterError
 
 __all__ = [
+    "ceil_float",
     "check_epsilon",
     "check_fraction",
     "check_int_range",
@@ -25,7 +26,6 @@ __all__ = [
     "check_probability_open",
     "check_real_vector",
     "check_runs",
-    "ceil_float",
     "floor_float",
     "fmt",
 ]

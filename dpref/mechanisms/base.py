@@ -1,0 +1,430 @@
+"""The mechanism contract every continual-release mechanism implements.
+
+A mechanism is a linear plan (SPEC §0) written once and viewed four ways: the fast
+batch path (:meth:`Mechanism.release`, :meth:`Mechanism.release_many`), the online
+counter (:meth:`Mechanism.online`), the explicit plan (:meth:`Mechanism.plan`) and
+the symbolic declarations the proofs in ``proofs/`` read.
+
+Declarations are code.  Each class states, through :meth:`Mechanism.budget_terms`,
+for the worst-placed item, how many nodes of each kind contain it and the scale of
+those nodes, as functions of the horizon, ε and Δ written against an ``ops``
+namespace: :data:`EXACT` evaluates them with Python ints and Fractions, and
+``proofs`` passes a sympy namespace to prove them for symbolic T and ε.  The
+declared budget is ``Σ_kinds membership · Δ / scale``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from dpref.domains import Domain, bits
+from dpref.errors import DprefTypeError, HorizonError, ParameterError
+from dpref.noise import (
+    NoiseKind,
+    discrete_laplace,
+    discrete_laplace_variance,
+    make_rng,
+    standard_laplace,
+)
+from dpref.plan import ExactSparse, LinearPlan, TargetRows
+from dpref.validation import (
+    ceil_float,
+    check_epsilon,
+    check_positive_int,
+    check_real_vector,
+    check_runs,
+    fmt,
+)
+
+__all__ = [
+    "EXACT",
+    "BudgetTerm",
+    "ExactOps",
+    "Mechanism",
+    "NodeTable",
+    "OnlineCounter",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class ExactOps:
+    """Integer/Fraction arithmetic for declarations (the symbolic twin lives in ``proofs``)."""
+
+    @staticmethod
+    def floor_log2(t: Any) -> Any:
+        """``⌊log₂ t⌋`` for a positive int, exactly."""
+        return int(t).bit_length() - 1
+
+    @staticmethod
+    def ceil_sqrt(t: Any) -> Any:
+        """``⌈√t⌉`` for a positive int, exactly."""
+        r = math.isqrt(int(t))
+        return r if r * r == int(t) else r + 1
+
+    @staticmethod
+    def number(x: Any) -> Any:
+        """An exact number."""
+        return Fraction(x)
+
+
+EXACT = ExactOps()
+
+
+@dataclass(frozen=True)
+class BudgetTerm:
+    """One kind of node in a mechanism's privacy accounting.
+
+    The worst-placed item belongs to ``membership`` nodes of this kind, each released
+    with Laplace scale ``scale`` (so each costs ``Δ/scale``).
+    """
+
+    kind: str
+    """Node kind (``"level"``, ``"item"``, ``"block"``, ``"log"``, ``"binary_k"`` …)."""
+    membership: Any
+    """How many nodes of this kind the worst item lies in (int or sympy expression)."""
+    scale: Any
+    """Laplace scale of those nodes (Fraction or sympy expression)."""
+
+
+@dataclass(frozen=True, eq=False)
+class NodeTable:
+    """Nodes released up to a horizon, in canonical order (SPEC §0)."""
+
+    lo: IntArray
+    """Interval starts (1-indexed)."""
+    hi: IntArray
+    """Interval ends = release times."""
+    scale_table: tuple[Fraction, ...]
+    """Distinct exact scales."""
+    scale_idx: IntArray
+    """Scale index per node."""
+    weight_table: tuple[Fraction, ...] = (Fraction(1),)
+    """Distinct exact weights ``w_n``."""
+    weight_idx: IntArray | None = None
+    """Weight index per node (all zeros when ``None``)."""
+
+    @property
+    def size(self) -> int:
+        """Number of nodes."""
+        return int(self.lo.size)
+
+    @property
+    def scales(self) -> FloatArray:
+        """Per-node float scales, rounded up."""
+        table = np.array([ceil_float(b) for b in self.scale_table], dtype=np.float64)
+        return table[self.scale_idx]
+
+
+class Mechanism(ABC):
+    """Base class of every continual-release mechanism (the contract of DESIGN.md).
+
+    Parameters
+    ----------
+    epsilon
+        The privacy budget ε > 0 (kept exactly as a :class:`~fractions.Fraction`).
+    horizon
+        T, the number of items; required unless the mechanism is unbounded.
+    domain
+        Item domain and neighbour relation (default: bits, Δ = 1).
+    noise
+        ``"laplace"`` (continuous) or ``"discrete"`` (exact discrete Laplace;
+        needs an integer domain).
+    """
+
+    name: ClassVar[str] = ""
+    """The mechanism's name on the command line."""
+    needs_horizon: ClassVar[bool] = True
+    """Whether the mechanism needs T in advance."""
+
+    def __init__(
+        self,
+        *,
+        epsilon: Any,
+        horizon: Any = None,
+        domain: Domain | None = None,
+        noise: NoiseKind = "laplace",
+    ) -> None:
+        self.epsilon: Fraction = check_epsilon("epsilon", epsilon)
+        if horizon is None:
+            if self.needs_horizon:
+                raise ParameterError(f"horizon=None: {type(self).__name__} needs a horizon T")
+            self.horizon: int | None = None
+        else:
+            self.horizon = check_positive_int("horizon", horizon)
+        if domain is None:
+            domain = bits()
+        if not isinstance(domain, Domain):
+            raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
+        self.domain: Domain = domain
+        if noise not in ("laplace", "discrete"):
+            raise ParameterError(f"noise={fmt(noise)}: must be 'laplace' or 'discrete'")
+        if noise == "discrete" and not domain.integer:
+            raise ParameterError(
+                f"noise='discrete' needs an integer domain, got domain={domain.name}"
+            )
+        self.noise: NoiseKind = noise
+        self.sensitivity: Fraction = domain.sensitivity
+
+    # ------------------------------------------------------------ declarations
+    @property
+    def declared_epsilon(self) -> Fraction:
+        """The ε this mechanism claims (exact)."""
+        return self.epsilon
+
+    @abstractmethod
+    def budget_terms(self, ops: Any = EXACT, **symbols: Any) -> list[BudgetTerm]:
+        """The declared accounting for the worst-placed item (see module docstring).
+
+        ``symbols`` may override ``horizon``, ``epsilon`` and ``sensitivity`` (and,
+        for mechanisms made of instances, the instance index ``k``) so that the proofs
+        can pass sympy symbols.
+        """
+
+    def declared_budget(self, ops: Any = EXACT, **symbols: Any) -> Any:
+        """``Σ_terms membership · Δ / scale`` — what the declarations add up to."""
+        delta = symbols.get("sensitivity", self.sensitivity)
+        return sum(
+            (term.membership * delta / term.scale for term in self.budget_terms(ops, **symbols)),
+            ops.number(0),
+        )
+
+    def per_node_epsilon(self, horizon: int | None = None) -> list[Fraction]:
+        """Per-node ε in canonical order, ``Δ·|w_n|/b_n``, exact."""
+        return self.plan(horizon).per_node_epsilon()
+
+    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        """The exact privacy sum the plan must reach at this horizon (None: only ≤ ε)."""
+        return None
+
+    # ---------------------------------------------------------- plan structure
+    @abstractmethod
+    def nodes(self, horizon: int) -> NodeTable:
+        """The nodes released up to ``horizon``, in canonical order."""
+
+    @abstractmethod
+    def recombination(self, horizon: int) -> ExactSparse:
+        """R (horizon × nodes), exact."""
+
+    def target_rows(self, horizon: int) -> TargetRows:
+        """Q; prefix sums unless overridden."""
+        return TargetRows.prefix(horizon)
+
+    @property
+    def base(self) -> Fraction:
+        """γ of the node weights (1 unless the mechanism decays)."""
+        return Fraction(1)
+
+    @abstractmethod
+    def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
+        """Closed-form exact per-step variance (Laplace noise), t = 1..horizon."""
+
+    @abstractmethod
+    def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
+        """``R z`` along the last axis: the noise part of the output, vectorised."""
+
+    @abstractmethod
+    def target(self, stream: Any) -> FloatArray:
+        """The exact non-private answers ``Q x``."""
+
+    @abstractmethod
+    def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
+        """A streaming counter drawing node noise in canonical order (or using ``noise``)."""
+
+    # --------------------------------------------------------------- helpers
+    def _horizon_for(self, horizon: int | None, name: str = "horizon") -> int:
+        if horizon is None:
+            if self.horizon is None:
+                raise ParameterError(f"{name}=None: give T for an unbounded mechanism")
+            return self.horizon
+        t = check_positive_int(name, horizon)
+        if self.horizon is not None and t > self.horizon:
+            raise HorizonError(f"{name}={t}: exceeds the mechanism's horizon={self.horizon}")
+        return t
+
+    def _stream(self, stream: Any) -> FloatArray:
+        return self.domain.check_stream("stream", stream, horizon=self.horizon)
+
+    def plan(self, horizon: int | None = None) -> LinearPlan:
+        """The explicit linear plan at T = ``horizon`` (default: the mechanism's T)."""
+        t = self._horizon_for(horizon)
+        nodes = self.nodes(t)
+        weight_idx = (
+            nodes.weight_idx if nodes.weight_idx is not None else np.zeros(nodes.size, np.int64)
+        )
+        return LinearPlan(
+            name=repr(self),
+            horizon=t,
+            lo=nodes.lo,
+            hi=nodes.hi,
+            weight_table=nodes.weight_table,
+            weight_idx=weight_idx,
+            scale_table=nodes.scale_table,
+            scale_idx=nodes.scale_idx,
+            recombination=self.recombination(t),
+            target=self.target_rows(t),
+            sensitivity=self.sensitivity,
+            declared_epsilon=self.declared_epsilon,
+            base=self.base,
+            expected_privacy_sum=self.expected_privacy_sum(t),
+        )
+
+    def node_noise(self, horizon: int, rng: Any = None, runs: int | None = None) -> FloatArray:
+        """Draw node noise in canonical order: shape (nodes,) or (runs, nodes)."""
+        t = self._horizon_for(horizon)
+        nodes = self.nodes(t)
+        gen = make_rng(rng)
+        shape: tuple[int, ...] = (
+            (nodes.size,) if runs is None else (check_runs("runs", runs), nodes.size)
+        )
+        if self.noise == "laplace":
+            return standard_laplace(gen, shape) * nodes.scales
+        flat = np.empty(int(np.prod(shape)), dtype=np.float64)
+        scales = [nodes.scale_table[int(i)] for i in nodes.scale_idx]
+        for j in range(flat.size):
+            flat[j] = discrete_laplace(gen, scales[j % nodes.size], 1)[0]
+        return flat.reshape(shape)
+
+    def _check_noise(self, noise: Any, n_nodes: int, runs: int | None = None) -> FloatArray:
+        if runs is None:
+            arr = check_real_vector("noise", noise)
+            if arr.size != n_nodes:
+                raise ParameterError(
+                    f"noise: expected {n_nodes} node values in canonical order, got {arr.size}"
+                )
+            return arr
+        arr2 = np.asarray(noise, dtype=np.float64)
+        if arr2.shape != (runs, n_nodes) or not np.all(np.isfinite(arr2)):
+            raise ParameterError(f"noise: expected a finite array of shape ({runs}, {n_nodes})")
+        return arr2
+
+    # ---------------------------------------------------------------- release
+    def release(self, stream: Any, rng: Any = None, *, noise: Any = None) -> FloatArray:
+        """Release one noisy answer per item (float64, length ``len(stream)``).
+
+        ``noise``, when given, is the node noise in canonical order (no randomness
+        is used); otherwise it is drawn from ``rng`` (a Generator, a seed or None).
+        """
+        x = self._stream(stream)
+        t = x.size
+        if noise is None:
+            gen = make_rng(rng)
+            z = self.node_noise(t, gen)
+        else:
+            z = self._check_noise(noise, self.nodes(t).size)
+        return self.target(x) + self.combine(z, t)
+
+    def release_many(
+        self, stream: Any, runs: Any, rng: Any = None, *, noise: Any = None
+    ) -> FloatArray:
+        """``runs`` independent releases of one stream, shape (runs, T), vectorised.
+
+        Run r uses the r-th block of node draws, so row r equals the r-th of ``runs``
+        successive :meth:`release` calls on the same Generator.
+        """
+        x = self._stream(stream)
+        n_runs = check_runs("runs", runs)
+        t = x.size
+        if noise is None:
+            gen = make_rng(rng)
+            z = self.node_noise(t, gen, runs=n_runs)
+        else:
+            z = self._check_noise(noise, self.nodes(t).size, runs=n_runs)
+        out = self.combine(z, t)
+        out += self.target(x)
+        return out
+
+    def variance(self, horizon: int | None = None) -> FloatArray:
+        """Exact per-step variance of the release error (as floats)."""
+        t = self._horizon_for(horizon)
+        if self.noise == "laplace":
+            return np.array([float(v) for v in self.variance_exact(t)], dtype=np.float64)
+        plan = self.plan(t)
+        node_var = np.array([discrete_laplace_variance(b) for b in plan.scale_table])[
+            plan.scale_idx
+        ]
+        r2 = plan.R().multiply(plan.R())
+        return np.asarray(r2 @ node_var, dtype=np.float64)
+
+    def __repr__(self) -> str:
+        params = [f"epsilon={self.epsilon}"]
+        if self.horizon is not None:
+            params.append(f"horizon={self.horizon}")
+        params.extend(f"{k}={v}" for k, v in self.extra_params().items())
+        return f"{type(self).__name__}({', '.join(params)})"
+
+    def extra_params(self) -> dict[str, Any]:
+        """Mechanism-specific parameters for ``repr`` and reports."""
+        return {}
+
+
+class OnlineCounter(ABC):
+    """A streaming counter: ``step(x)`` consumes one item and returns one estimate.
+
+    Node noise is taken in canonical order from the injected array, or drawn from the
+    Generator in buffered chunks of standard Laplace draws (the same draws, in the same
+    order, as the batch path).
+    """
+
+    _CHUNK = 256
+
+    def __init__(self, mechanism: Mechanism, rng: Any = None, noise: Any = None) -> None:
+        self.mechanism = mechanism
+        self.t = 0
+        """Number of items consumed so far."""
+        self._injected: Sequence[float] | None = None
+        if noise is not None:
+            self._injected = check_real_vector("noise", noise).tolist()
+            self._rng = None
+        else:
+            self._rng = make_rng(rng)
+        self._used = 0
+        self._buf: list[float] = []
+        self._buf_pos = 0
+
+    def _noise(self, scale_float: float, scale: Fraction) -> float:
+        if self._injected is not None:
+            if self._used >= len(self._injected):
+                raise ParameterError(
+                    f"noise: injected array has {len(self._injected)} values; step t={self.t} "
+                    "needs more"
+                )
+            value = self._injected[self._used]
+            self._used += 1
+            return value
+        assert self._rng is not None
+        self._used += 1
+        if self.mechanism.noise == "discrete":
+            return float(discrete_laplace(self._rng, scale, 1)[0])
+        if self._buf_pos >= len(self._buf):
+            self._buf = standard_laplace(self._rng, self._CHUNK).tolist()
+            self._buf_pos = 0
+        value = self._buf[self._buf_pos]
+        self._buf_pos += 1
+        return value * scale_float
+
+    def _admit(self, x: Any) -> float:
+        value = self.mechanism.domain.check_value(f"x (step t={self.t + 1})", x)
+        horizon = self.mechanism.horizon
+        if horizon is not None and self.t >= horizon:
+            raise HorizonError(f"step t={self.t + 1}: past the horizon={horizon}")
+        self.t += 1
+        return value
+
+    @abstractmethod
+    def step(self, x: Any) -> float:
+        """Consume item ``x_t`` and return the estimate at t."""
+
+    def run(self, stream: Any) -> FloatArray:
+        """Feed a whole stream, returning every estimate."""
+        arr = self.mechanism.domain.check_stream("stream", stream)
+        return np.array([self.step(v) for v in arr.tolist()], dtype=np.float64)

@@ -1,0 +1,575 @@
+"""Continual counting (SPEC §1): Simple I, Simple II, Two-Level, Binary, Hybrid.
+
+Target: prefix sums ``c_t = Σ_{i≤t} x_i``.  Every mechanism releases noisy p-sums
+(nodes) and adds them up; the canonical node order is by release time, then by
+interval length (Two-Level releases its item node before its block node at a block
+end).
+
+References
+----------
+.. [1] T.-H. H. Chan, E. Shi, D. Song. "Private and Continual Release of
+   Statistics." ACM TISSEC 14(3), 2011 (ICALP 2010).
+.. [2] C. Dwork, M. Naor, T. Pitassi, G. N. Rothblum. "Differential Privacy under
+   Continual Observation." STOC 2010, pp. 715–724.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpref.domains import Domain
+from dpref.dyadic import binary_noise_sum, floor_log2, lowbit, prefix_nodes
+from dpref.mechanisms.base import (
+    EXACT,
+    BudgetTerm,
+    Mechanism,
+    NodeTable,
+    OnlineCounter,
+)
+from dpref.noise import NoiseKind
+from dpref.plan import ExactSparse
+from dpref.validation import ceil_float, check_int_range
+
+__all__ = ["Binary", "Hybrid", "SimpleI", "SimpleII", "TwoLevel"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+_ONE = (Fraction(1),)
+
+
+def _uniform_nodes(lo: IntArray, hi: IntArray, scale: Fraction) -> NodeTable:
+    return NodeTable(lo, hi, (scale,), np.zeros(lo.size, dtype=np.int64))
+
+
+def _ones_sparse(shape: tuple[int, int], rows: list[int], cols: list[int]) -> ExactSparse:
+    r = np.asarray(rows, dtype=np.int64)
+    return ExactSparse.from_triples(
+        shape, r, np.asarray(cols, dtype=np.int64), _ONE, np.zeros(r.size, dtype=np.int64)
+    )
+
+
+def _popcount(t: int) -> int:
+    return bin(t).count("1")
+
+
+class _Counting(Mechanism):
+    """Shared pieces of the counting mechanisms: prefix-sum target."""
+
+    def target(self, stream: Any) -> FloatArray:
+        """Exact prefix sums ``c_t``."""
+        return np.cumsum(self._stream(stream))
+
+
+# --------------------------------------------------------------------- Simple I
+class SimpleI(_Counting):
+    """Simple counting mechanism I: release ``c_t + Lap(TΔ/ε)`` at every t.
+
+    Nodes ``[1, t]`` for every t; item 1 lies in all T of them, so each gets scale
+    ``TΔ/ε`` and the budget is ``T · Δ/(TΔ/ε) = ε``.  Variance ``2(TΔ/ε)²``.
+
+    References
+    ----------
+    .. [1] Chan, Shi, Song 2011, Simple Counting Mechanism I.
+    """
+
+    name = "simple1"
+
+    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """Item 1 is in T nodes ``[1, t]``, each of scale ``TΔ/ε``."""
+        T = s.get("horizon", self.horizon)
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        return [BudgetTerm("prefix", T, T * delta / eps)]
+
+    def _scale(self) -> Fraction:
+        assert self.horizon is not None
+        return Fraction(self.horizon) * self.sensitivity / self.epsilon
+
+    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        return horizon * self.sensitivity / self._scale()
+
+    def nodes(self, horizon: int) -> NodeTable:
+        t = np.arange(1, horizon + 1, dtype=np.int64)
+        return _uniform_nodes(np.ones(horizon, dtype=np.int64), t, self._scale())
+
+    def recombination(self, horizon: int) -> ExactSparse:
+        idx = list(range(horizon))
+        return _ones_sparse((horizon, horizon), idx, idx)
+
+    def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
+        t = self._horizon_for(horizon)
+        return [2 * self._scale() ** 2] * t
+
+    def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
+        return np.array(noise, dtype=np.float64, copy=True)
+
+    def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
+        return _SimpleIOnline(self, rng, noise)
+
+
+class _SimpleIOnline(OnlineCounter):
+    def __init__(self, m: SimpleI, rng: Any, noise: Any) -> None:
+        super().__init__(m, rng, noise)
+        self._scale = m._scale()
+        self._scale_f = ceil_float(self._scale)
+        self._count = 0.0
+
+    def step(self, x: Any) -> float:
+        self._count += self._admit(x)
+        return self._count + self._noise(self._scale_f, self._scale)
+
+
+# -------------------------------------------------------------------- Simple II
+class SimpleII(_Counting):
+    """Simple counting mechanism II: noisy items ``x_t + Lap(Δ/ε)``, summed.
+
+    Each item is in one node, so the budget is ε; the error at t is the sum of t
+    Laplace draws, variance ``2t(Δ/ε)²``.  Needs no horizon.
+
+    References
+    ----------
+    .. [1] Chan, Shi, Song 2011, Simple Counting Mechanism II.
+    """
+
+    name = "simple2"
+    needs_horizon = False
+
+    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """Every item is in exactly one node ``[t, t]`` of scale ``Δ/ε``."""
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        return [BudgetTerm("item", 1, delta / eps)]
+
+    def _scale(self) -> Fraction:
+        return self.sensitivity / self.epsilon
+
+    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        return self.epsilon
+
+    def nodes(self, horizon: int) -> NodeTable:
+        t = np.arange(1, horizon + 1, dtype=np.int64)
+        return _uniform_nodes(t, t.copy(), self._scale())
+
+    def recombination(self, horizon: int) -> ExactSparse:
+        rows = [t for t in range(horizon) for _ in range(t + 1)]
+        cols = [n for t in range(horizon) for n in range(t + 1)]
+        return _ones_sparse((horizon, horizon), rows, cols)
+
+    def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
+        t = self._horizon_for(horizon)
+        unit = 2 * self._scale() ** 2
+        return [k * unit for k in range(1, t + 1)]
+
+    def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
+        return np.cumsum(noise, axis=-1)
+
+    def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
+        return _SimpleIIOnline(self, rng, noise)
+
+
+class _SimpleIIOnline(OnlineCounter):
+    def __init__(self, m: SimpleII, rng: Any, noise: Any) -> None:
+        super().__init__(m, rng, noise)
+        self._scale = m._scale()
+        self._scale_f = ceil_float(self._scale)
+        self._total = 0.0
+
+    def step(self, x: Any) -> float:
+        self._total += self._admit(x) + self._noise(self._scale_f, self._scale)
+        return self._total
+
+
+# -------------------------------------------------------------------- Two-Level
+class TwoLevel(_Counting):
+    """Two-level mechanism with block size B (default ``⌈√T⌉``).
+
+    Nodes: every item ``[t, t]`` and every complete block ``[(q−1)B+1, qB]``, all
+    with scale ``2Δ/ε`` (ε/2 for the item node, ε/2 for its block).  Output at
+    ``t = qB + r``: the first q noisy blocks plus the noisy items ``qB+1 … t``;
+    variance ``2(2Δ/ε)²(⌊t/B⌋ + t mod B)``.  At a block end the item node comes
+    before the block node in canonical order (also when B = 1).
+
+    References
+    ----------
+    .. [1] Chan, Shi, Song 2011, Section 3.2 (the "two-level" √T mechanism).
+    """
+
+    name = "two-level"
+
+    def __init__(
+        self,
+        *,
+        epsilon: Any,
+        horizon: Any,
+        block_size: Any = None,
+        domain: Domain | None = None,
+        noise: NoiseKind = "laplace",
+    ) -> None:
+        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        assert self.horizon is not None
+        if block_size is None:
+            block_size = self.default_block_size(self.horizon)
+        self.block_size: int = check_int_range("block_size", block_size, 1, self.horizon)
+
+    @staticmethod
+    def default_block_size(horizon: int, ops: Any = EXACT) -> Any:
+        """Chan et al.'s ``B = ⌈√T⌉``."""
+        return ops.ceil_sqrt(horizon)
+
+    def extra_params(self) -> dict[str, Any]:
+        return {"block_size": self.block_size}
+
+    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """One item node and at most one block node, each of scale ``2Δ/ε``."""
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        return [BudgetTerm("item", 1, 2 * delta / eps), BudgetTerm("block", 1, 2 * delta / eps)]
+
+    def _scale(self) -> Fraction:
+        return 2 * self.sensitivity / self.epsilon
+
+    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        per = self.sensitivity / self._scale()
+        return 2 * per if horizon >= self.block_size else per
+
+    def _layout(self, horizon: int) -> tuple[IntArray, IntArray]:
+        """Canonical positions of the item node of each t and of each block."""
+        B = self.block_size
+        t = np.arange(1, horizon + 1, dtype=np.int64)
+        blocks_before = (t - 1) // B  # complete blocks released before time t
+        item_pos = (t - 1) + blocks_before
+        q = np.arange(1, horizon // B + 1, dtype=np.int64)
+        block_pos = q * B + (q - 1) + 0  # item node of qB sits at qB-1+(q-1); block right after
+        return item_pos, block_pos
+
+    def nodes(self, horizon: int) -> NodeTable:
+        B = self.block_size
+        item_pos, block_pos = self._layout(horizon)
+        n = horizon + horizon // B
+        lo = np.empty(n, dtype=np.int64)
+        hi = np.empty(n, dtype=np.int64)
+        t = np.arange(1, horizon + 1, dtype=np.int64)
+        lo[item_pos] = t
+        hi[item_pos] = t
+        q = np.arange(1, horizon // B + 1, dtype=np.int64)
+        lo[block_pos] = (q - 1) * B + 1
+        hi[block_pos] = q * B
+        return _uniform_nodes(lo, hi, self._scale())
+
+    def recombination(self, horizon: int) -> ExactSparse:
+        B = self.block_size
+        item_pos, block_pos = self._layout(horizon)
+        rows: list[int] = []
+        cols: list[int] = []
+        for t in range(1, horizon + 1):
+            q = t // B
+            for j in range(q):
+                rows.append(t - 1)
+                cols.append(int(block_pos[j]))
+            for i in range(q * B + 1, t + 1):
+                rows.append(t - 1)
+                cols.append(int(item_pos[i - 1]))
+        return _ones_sparse((horizon, horizon + horizon // B), rows, cols)
+
+    def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
+        t_max = self._horizon_for(horizon)
+        B = self.block_size
+        unit = 2 * self._scale() ** 2
+        return [unit * (t // B + t % B) for t in range(1, t_max + 1)]
+
+    def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
+        B = self.block_size
+        item_pos, block_pos = self._layout(horizon)
+        zi = noise[..., item_pos]
+        zb = noise[..., block_pos]
+        lead = noise.shape[:-1]
+        ci = np.concatenate([np.zeros((*lead, 1)), np.cumsum(zi, axis=-1)], axis=-1)
+        cb = np.concatenate([np.zeros((*lead, 1)), np.cumsum(zb, axis=-1)], axis=-1)
+        t = np.arange(1, horizon + 1)
+        q = t // B
+        out: FloatArray = cb[..., q] + ci[..., t] - ci[..., q * B]
+        return out
+
+    def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
+        return _TwoLevelOnline(self, rng, noise)
+
+
+class _TwoLevelOnline(OnlineCounter):
+    def __init__(self, m: TwoLevel, rng: Any, noise: Any) -> None:
+        super().__init__(m, rng, noise)
+        self._B = m.block_size
+        self._scale = m._scale()
+        self._scale_f = ceil_float(self._scale)
+        self._blocks = 0.0  # sum of released noisy blocks
+        self._items = 0.0  # sum of noisy items in the current block
+        self._block_true = 0.0
+
+    def step(self, x: Any) -> float:
+        v = self._admit(x)
+        self._items += v + self._noise(self._scale_f, self._scale)
+        self._block_true += v
+        if self.t % self._B == 0:
+            self._blocks += self._block_true + self._noise(self._scale_f, self._scale)
+            self._items = 0.0
+            self._block_true = 0.0
+        return self._blocks + self._items
+
+
+# ----------------------------------------------------------------------- Binary
+class Binary(_Counting):
+    """The binary (tree) mechanism with ``L = ⌊log₂T⌋ + 1`` levels.
+
+    At each t it releases the aligned node of size ``2^{lsb(t)}`` ending at t with
+    ``Lap(LΔ/ε)``; the output at t is the sum of the noisy nodes of the binary
+    decomposition of t (one per 1-bit), variance ``popcount(t)·2(LΔ/ε)²``.  An item
+    lies in exactly one node per level, L levels in all, so the budget is
+    ``L · ε/L = ε``.
+
+    **Pitfall.** The lecture's ``ε' = ε/log T`` undercounts the levels: item 1 is in
+    the nodes ending at 1, 2, 4, …, 2^{L−1} — ``⌊log₂T⌋ + 1`` of them.  With
+    ``Lap(log₂T/ε)`` per node the real loss is ``ε(⌊log₂T⌋+1)/log₂T`` (1.29ε at
+    T = 5, and infinite at T = 1 where log₂T = 0); code that sizes its level arrays
+    by ``⌈log₂T⌉`` also overflows when T is a power of two.  dpref uses
+    ``L = ⌊log₂T⌋ + 1`` and a test pins this down.
+
+    References
+    ----------
+    .. [1] Chan, Shi, Song 2011, Algorithm 2 (Binary Mechanism B).
+    .. [2] Dwork, Naor, Pitassi, Rothblum 2010.
+    """
+
+    name = "binary"
+
+    @staticmethod
+    def levels(horizon: Any, ops: Any = EXACT) -> Any:
+        """``L = ⌊log₂T⌋ + 1``: the number of nodes containing item 1."""
+        return ops.floor_log2(horizon) + 1
+
+    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """One node per level, L levels, each of scale ``LΔ/ε``."""
+        T = s.get("horizon", self.horizon)
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        L = self.levels(T, ops)
+        return [BudgetTerm("level", L, L * delta / eps)]
+
+    def _scale(self) -> Fraction:
+        assert self.horizon is not None
+        return Fraction(self.levels(self.horizon)) * self.sensitivity / self.epsilon
+
+    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        return Fraction(self.levels(horizon)) * self.sensitivity / self._scale()
+
+    def nodes(self, horizon: int) -> NodeTable:
+        t = np.arange(1, horizon + 1, dtype=np.int64)
+        return _uniform_nodes(t - (t & -t) + 1, t, self._scale())
+
+    def recombination(self, horizon: int) -> ExactSparse:
+        rows: list[int] = []
+        cols: list[int] = []
+        for t in range(1, horizon + 1):
+            for _, u in prefix_nodes(t):
+                rows.append(t - 1)
+                cols.append(u - 1)
+        return _ones_sparse((horizon, horizon), rows, cols)
+
+    def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
+        t_max = self._horizon_for(horizon)
+        unit = 2 * self._scale() ** 2
+        return [_popcount(t) * unit for t in range(1, t_max + 1)]
+
+    def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
+        out: FloatArray = binary_noise_sum(noise)
+        return out
+
+    def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
+        return _BinaryOnline(self, rng, noise)
+
+
+class _BinaryState:
+    """O(log t) state of one binary tree: per level the open p-sum and its noisy value."""
+
+    __slots__ = ("alpha", "noisy", "r", "total")
+
+    def __init__(self) -> None:
+        self.alpha: list[float] = []
+        self.noisy: list[float] = []
+        self.total = 0.0  # sum of the noisy nodes of the decomposition of r
+        self.r = 0
+
+    def step(self, x: float, z: float) -> float:
+        self.r += 1
+        i = (self.r & -self.r).bit_length() - 1  # level of the node ending at r (0-based)
+        alpha, noisy = self.alpha, self.noisy
+        while len(alpha) <= i:
+            alpha.append(0.0)
+            noisy.append(0.0)
+        a = x
+        dropped = 0.0
+        for j in range(i):
+            a += alpha[j]
+            dropped += noisy[j]
+            alpha[j] = 0.0
+            noisy[j] = 0.0
+        alpha[i] = a
+        noisy[i] = a + z
+        self.total += noisy[i] - dropped
+        return self.total
+
+
+class _BinaryOnline(OnlineCounter):
+    def __init__(self, m: Binary, rng: Any, noise: Any) -> None:
+        super().__init__(m, rng, noise)
+        self._scale = m._scale()
+        self._scale_f = ceil_float(self._scale)
+        self._state = _BinaryState()
+
+    def step(self, x: Any) -> float:
+        v = self._admit(x)
+        return self._state.step(v, self._noise(self._scale_f, self._scale))
+
+
+# ----------------------------------------------------------------------- Hybrid
+class Hybrid(_Counting):
+    """The hybrid mechanism for unbounded streams (no horizon), ε split ε/2 + ε/2.
+
+    * log part: blocks ``{1}``, ``{2^{k−1}+1 … 2^k}`` (k ≥ 1), each released at its
+      end with ``Lap(2Δ/ε)``; at ``t = 2^k`` the output is the sum of the noisy blocks;
+    * binary part: for each k ≥ 1 a Binary mechanism with horizon ``2^k − 1`` (so
+      ``k`` levels) and budget ε/2 — scale ``2kΔ/ε`` — runs over items
+      ``2^k+1 … 2^{k+1}−1``;
+    * output at ``t = 2^k + r`` (``1 ≤ r < 2^k``): log output at ``2^k`` plus the
+      k-th binary output at r.
+
+    Exactly one node ends at every t.  An item is in one log block (ε/2) and in k
+    nodes of the k-th instance (k · ε/(2k) = ε/2): ε in all, reached from T = 4 on
+    (below that only the log blocks of items 1–3 are complete).  Variance at
+    ``t = 2^k + r``: ``2(2Δ/ε)²(k + 1) + popcount(r)·2(2kΔ/ε)²``.  This is the
+    project's convention (SPEC §1), after Chan, Shi, Song's Hybrid Mechanism.
+
+    References
+    ----------
+    .. [1] Chan, Shi, Song 2011, Algorithm 4 (Hybrid Mechanism).
+    """
+
+    name = "hybrid"
+    needs_horizon = False
+
+    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """One log block of scale ``2Δ/ε`` and k nodes of the k-th instance, scale ``2kΔ/ε``.
+
+        ``k`` (default: the largest instance of the horizon, or 1) is the instance
+        index of the worst item.
+        """
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        k = s.get("k", 1 if self.horizon is None else max(1, floor_log2(self.horizon)))
+        return [
+            BudgetTerm("log", 1, 2 * delta / eps),
+            BudgetTerm("binary_k", k, 2 * k * delta / eps),
+        ]
+
+    def _log_scale(self) -> Fraction:
+        return 2 * self.sensitivity / self.epsilon
+
+    def _bin_scale(self, k: int) -> Fraction:
+        return 2 * k * self.sensitivity / self.epsilon
+
+    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        return self.epsilon if horizon >= 4 else self.epsilon / 2
+
+    @staticmethod
+    def _is_log_time(t: int) -> bool:
+        return t & (t - 1) == 0
+
+    def nodes(self, horizon: int) -> NodeTable:
+        lo = np.empty(horizon, dtype=np.int64)
+        hi = np.arange(1, horizon + 1, dtype=np.int64)
+        scale_idx = np.empty(horizon, dtype=np.int64)
+        kmax = max(1, floor_log2(horizon))
+        table = (self._log_scale(), *(self._bin_scale(k) for k in range(1, kmax + 1)))
+        for t in range(1, horizon + 1):
+            if self._is_log_time(t):
+                lo[t - 1] = t // 2 + 1 if t > 1 else 1
+                scale_idx[t - 1] = 0
+            else:
+                k = floor_log2(t)
+                r = t - (1 << k)
+                lo[t - 1] = t - lowbit(r) + 1
+                scale_idx[t - 1] = k
+        return NodeTable(lo, hi, table, scale_idx)
+
+    def recombination(self, horizon: int) -> ExactSparse:
+        rows: list[int] = []
+        cols: list[int] = []
+        for t in range(1, horizon + 1):
+            k = floor_log2(t)
+            for j in range(k + 1):  # log nodes at 1, 2, 4, …, 2^k
+                rows.append(t - 1)
+                cols.append((1 << j) - 1)
+            r = t - (1 << k)
+            for _, u in prefix_nodes(r):
+                rows.append(t - 1)
+                cols.append((1 << k) + u - 1)
+        return _ones_sparse((horizon, horizon), rows, cols)
+
+    def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
+        t_max = self._horizon_for(horizon)
+        log_unit = 2 * self._log_scale() ** 2
+        out = []
+        for t in range(1, t_max + 1):
+            k = floor_log2(t)
+            r = t - (1 << k)
+            out.append((k + 1) * log_unit + _popcount(r) * 2 * self._bin_scale(max(k, 1)) ** 2)
+        return out
+
+    def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
+        out = np.empty(noise.shape, dtype=np.float64)
+        kmax = floor_log2(horizon)
+        log_pos = (1 << np.arange(kmax + 1)) - 1
+        log_cum = np.cumsum(noise[..., log_pos], axis=-1)
+        for k in range(kmax + 1):
+            start = 1 << k  # t = 2^k
+            out[..., start - 1] = log_cum[..., k]
+            end = min(horizon, (1 << (k + 1)) - 1)
+            if end > start:
+                seg = binary_noise_sum(noise[..., start:end])
+                out[..., start:end] = seg + log_cum[..., k : k + 1]
+        return out
+
+    def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
+        return _HybridOnline(self, rng, noise)
+
+
+class _HybridOnline(OnlineCounter):
+    def __init__(self, m: Hybrid, rng: Any, noise: Any) -> None:
+        super().__init__(m, rng, noise)
+        self._log_scale = m._log_scale()
+        self._log_scale_f = ceil_float(self._log_scale)
+        self._log_total = 0.0  # sum of released noisy log blocks
+        self._block_true = 0.0
+        self._k = 0
+        self._bin_scale = Fraction(0)
+        self._bin_scale_f = 0.0
+        self._bin = _BinaryState()
+
+    def step(self, x: Any) -> float:
+        v = self._admit(x)
+        t = self.t
+        self._block_true += v
+        if t & (t - 1) == 0:  # t = 2^k: release the log block, start instance k
+            self._log_total += self._block_true + self._noise(self._log_scale_f, self._log_scale)
+            self._block_true = 0.0
+            self._k = t.bit_length() - 1
+            m = self.mechanism
+            assert isinstance(m, Hybrid)
+            self._bin_scale = m._bin_scale(max(self._k, 1))
+            self._bin_scale_f = ceil_float(self._bin_scale)
+            self._bin = _BinaryState()
+            return self._log_total
+        z = self._noise(self._bin_scale_f, self._bin_scale)
+        return self._log_total + self._bin.step(v, z)

@@ -1,0 +1,467 @@
+"""Linear plans (SPEC §0) and their exact checks.
+
+A continual-release mechanism is a *linear plan*:
+
+* nodes ``n`` with intervals ``[lo_n, hi_n]`` and weights
+  ``a_{n,i} = w_n · γ^{hi_n − i}`` for ``lo_n ≤ i ≤ hi_n`` (γ = 1 for plain counts,
+  γ = α for exponential decay);
+* independent noise of scale ``b_n`` added to each node, released at time ``hi_n``;
+* a recombination ``R`` (T × nodes): ``out_t = Σ_n r_{t,n} · noisy_n``;
+* a target ``Q`` (T × T) whose row t is a sum of segments ``coef · γ^{t−i}`` on ``[l, u]``.
+
+The checks are exact (``fractions.Fraction``, never floats):
+
+1. **unbiased**: ``R·A = Q``.  Multiplying row t by ``γ^{i−t}`` turns both sides into
+   piecewise-constant functions of i, which are compared through their breakpoint
+   deltas, so the check costs ``O(nnz(R))`` and scales to any T;
+   :meth:`LinearPlan.check_unbiased_dense` is the brute-force cross-check for small T;
+2. **causal**: ``r_{t,n} ≠ 0 ⇒ hi_n ≤ t``;
+3. **private**: ``max_i Σ_n |a_{n,i}|·Δ/b_n`` (basic composition of the nodes' Laplace
+   releases; the L1 sensitivity of the scaled node vector), exactly;
+4. **variance**: ``Var(out_t) = 2 Σ_n r_{t,n}² b_n²``, exactly.
+
+Exact values are stored compactly as a small table of distinct Fractions plus an
+index array per entry, so plans of ``10⁵`` steps stay cheap.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from dpref.errors import ParameterError, PlanCheckError
+from dpref.validation import ceil_float
+
+__all__ = ["ExactSparse", "LinearPlan", "PlanCheck", "PlanReport", "TargetRows"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+DENSE_LIMIT = 4096
+"""Largest T for which dense exact matrices may be materialised."""
+
+
+@dataclass(frozen=True, eq=False)
+class ExactSparse:
+    """A sparse matrix in CSR layout whose values are exact.
+
+    Values are ``table[idx[k]]``: a few distinct Fractions shared by many entries.
+    """
+
+    shape: tuple[int, int]
+    """(rows, columns)."""
+    indptr: IntArray
+    """CSR row pointers, length rows + 1."""
+    indices: IntArray
+    """Column index of each stored entry."""
+    table: tuple[Fraction, ...]
+    """The distinct exact values."""
+    idx: IntArray
+    """For each stored entry, its value's position in ``table``."""
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored entries."""
+        return int(self.indices.size)
+
+    def row_of_entry(self) -> IntArray:
+        """Row index of each stored entry."""
+        return np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.indptr))
+
+    def to_scipy(self) -> sp.csr_matrix:
+        """The matrix as a float64 ``scipy.sparse.csr_matrix`` (values rounded to nearest)."""
+        vals = np.array([float(v) for v in self.table], dtype=np.float64)[self.idx]
+        return sp.csr_matrix((vals, self.indices, self.indptr), shape=self.shape)
+
+    def to_dense_exact(self) -> list[list[Fraction]]:
+        """Dense exact matrix (small shapes only)."""
+        rows, cols = self.shape
+        if rows * cols > DENSE_LIMIT * DENSE_LIMIT:
+            raise ParameterError(f"shape={self.shape}: too large for a dense exact matrix")
+        out = [[Fraction(0)] * cols for _ in range(rows)]
+        for r in range(rows):
+            for k in range(int(self.indptr[r]), int(self.indptr[r + 1])):
+                out[r][int(self.indices[k])] += self.table[int(self.idx[k])]
+        return out
+
+    @staticmethod
+    def from_triples(
+        shape: tuple[int, int],
+        rows: IntArray,
+        cols: IntArray,
+        table: tuple[Fraction, ...],
+        idx: IntArray,
+    ) -> ExactSparse:
+        """Build from COO triples (rows need not be sorted)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        idx = np.asarray(idx, dtype=np.int64)
+        order = np.lexsort((cols, rows))
+        indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+        np.add.at(indptr, rows + 1, 1)
+        np.cumsum(indptr, out=indptr)
+        return ExactSparse(shape, indptr, cols[order], tuple(table), idx[order])
+
+
+@dataclass(frozen=True, eq=False)
+class TargetRows:
+    """The target matrix Q: row t (1-indexed) is ``Σ_seg coef · γ^{t−i}`` on ``[l, u]``."""
+
+    indptr: IntArray
+    """Row pointers into the segment arrays (length T + 1)."""
+    lo: IntArray
+    """Segment starts (1-indexed items)."""
+    hi: IntArray
+    """Segment ends (inclusive)."""
+    table: tuple[Fraction, ...]
+    """Distinct segment coefficients."""
+    idx: IntArray
+    """Coefficient index per segment."""
+
+    @staticmethod
+    def prefix(horizon: int) -> TargetRows:
+        """Prefix sums: row t is 1 on ``[1, t]``."""
+        t = np.arange(1, horizon + 1, dtype=np.int64)
+        return TargetRows(
+            np.arange(horizon + 1, dtype=np.int64),
+            np.ones(horizon, dtype=np.int64),
+            t,
+            (Fraction(1),),
+            np.zeros(horizon, dtype=np.int64),
+        )
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """The outcome of one exact check of a plan."""
+
+    name: str
+    """Which check (``unbiased``, ``causal``, ``privacy``, ``variance``)."""
+    passed: bool
+    """Whether it held exactly."""
+    detail: str
+    """A human-readable account (the first counter-example when it failed)."""
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """All exact checks of one plan at one horizon."""
+
+    mechanism: str
+    """Mechanism label."""
+    horizon: int
+    """T."""
+    checks: tuple[PlanCheck, ...]
+    """Each check's outcome."""
+    privacy_sum: Fraction
+    """``max_i Σ_n |a_{n,i}|Δ/b_n``, exact."""
+    declared_epsilon: Fraction
+    """The ε the mechanism declares."""
+
+    @property
+    def passed(self) -> bool:
+        """True when every check held."""
+        return all(c.passed for c in self.checks)
+
+    def raise_if_failed(self) -> None:
+        """Raise :class:`PlanCheckError` naming the failed checks."""
+        bad = [f"{c.name}: {c.detail}" for c in self.checks if not c.passed]
+        if bad:
+            raise PlanCheckError(f"{self.mechanism} at T={self.horizon}: " + "; ".join(bad))
+
+
+def _grouped_exact_sums(counts: npt.NDArray[np.int64], weights: list[Fraction]) -> list[Fraction]:
+    """Exact ``Σ_g counts[r, g] · weights[g]`` per row, evaluating each distinct row once."""
+    if counts.shape[0] == 0:
+        return []
+    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
+    vals = [
+        sum((int(c) * w for c, w in zip(row, weights, strict=True)), Fraction(0)) for row in uniq
+    ]
+    return [vals[int(k)] for k in np.asarray(inverse).ravel()]
+
+
+@dataclass(frozen=True, eq=False)
+class LinearPlan:
+    """An explicit linear plan ``(A, b, R, Q)`` with exact checks (SPEC §0)."""
+
+    name: str
+    """Mechanism label for reports."""
+    horizon: int
+    """T: number of steps (outputs) and items."""
+    lo: IntArray
+    """Node interval starts (1-indexed), canonical node order."""
+    hi: IntArray
+    """Node interval ends = release times."""
+    weight_table: tuple[Fraction, ...]
+    """Distinct node weights ``w_n``."""
+    weight_idx: IntArray
+    """Per node, its weight's index."""
+    scale_table: tuple[Fraction, ...]
+    """Distinct noise scales ``b_n`` (Laplace scale)."""
+    scale_idx: IntArray
+    """Per node, its scale's index."""
+    recombination: ExactSparse
+    """R, T × nodes."""
+    target: TargetRows
+    """Q."""
+    sensitivity: Fraction
+    """Δ, the event-level sensitivity of one item."""
+    declared_epsilon: Fraction
+    """The ε the mechanism declares."""
+    base: Fraction = Fraction(1)
+    """γ in ``a_{n,i} = w_n γ^{hi_n − i}`` (1 for counts, α for exponential decay)."""
+    expected_privacy_sum: Fraction | None = None
+    """When known, the exact privacy sum this T must reach (equality is checked)."""
+    labels: tuple[str, ...] = field(default=())
+    """Optional per-node group labels (for reports)."""
+
+    def __post_init__(self) -> None:
+        n = self.lo.size
+        if not (self.hi.size == n == self.weight_idx.size == self.scale_idx.size):
+            raise ParameterError("plan arrays must have one entry per node")
+        if self.recombination.shape != (self.horizon, n):
+            raise ParameterError(
+                f"recombination shape {self.recombination.shape} != ({self.horizon}, {n})"
+            )
+        if not 0 < self.base <= 1:
+            raise ParameterError(f"base={self.base}: must be in (0, 1]")
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes released up to T."""
+        return int(self.lo.size)
+
+    @cached_property
+    def scales(self) -> FloatArray:
+        """Per-node noise scales as floats, each rounded up."""
+        table = np.array([ceil_float(b) for b in self.scale_table], dtype=np.float64)
+        return table[self.scale_idx]
+
+    def scale(self, n: int) -> Fraction:
+        """Exact scale of node n."""
+        return self.scale_table[int(self.scale_idx[n])]
+
+    def weight(self, n: int) -> Fraction:
+        """Exact weight ``w_n`` of node n."""
+        return self.weight_table[int(self.weight_idx[n])]
+
+    def per_node_epsilon(self) -> list[Fraction]:
+        """``ε_n = Δ · max_i |a_{n,i}| / b_n = Δ|w_n|/b_n`` (γ ≤ 1: the max is at i = hi_n)."""
+        return [abs(self.weight(n)) * self.sensitivity / self.scale(n) for n in range(self.n_nodes)]
+
+    def A(self) -> sp.csr_matrix:
+        """The node matrix A (nodes × T) as float64 sparse."""
+        lengths = (self.hi - self.lo + 1).astype(np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        total = int(indptr[-1])
+        offsets = np.arange(total, dtype=np.int64) - np.repeat(indptr[:-1], lengths)
+        cols = np.repeat(self.lo - 1, lengths) + offsets
+        w = np.array([float(x) for x in self.weight_table])[self.weight_idx]
+        vals = np.repeat(w, lengths)
+        if self.base != 1:
+            expo = np.repeat(self.hi - 1, lengths) - cols  # hi_n - i
+            vals = vals * float(self.base) ** expo
+        return sp.csr_matrix((vals, cols, indptr), shape=(self.n_nodes, self.horizon))
+
+    def R(self) -> sp.csr_matrix:
+        """The recombination R (T × nodes) as float64 sparse."""
+        return self.recombination.to_scipy()
+
+    def Q(self) -> sp.csr_matrix:
+        """The target Q (T × T) as float64 sparse."""
+        tr = self.target
+        rows = np.repeat(np.arange(self.horizon, dtype=np.int64), np.diff(tr.indptr))
+        lengths = tr.hi - tr.lo + 1
+        r = np.repeat(rows, lengths)
+        starts = np.repeat(np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+        c = np.repeat(tr.lo - 1, lengths) + np.arange(int(lengths.sum())) - starts
+        coef = np.array([float(x) for x in tr.table])[np.repeat(tr.idx, lengths)]
+        if self.base != 1:
+            coef = coef * float(self.base) ** (r - c)
+        return sp.csr_matrix((coef, (r, c)), shape=(self.horizon, self.horizon))
+
+    def dense_A_exact(self) -> list[list[Fraction]]:
+        """A as a dense exact matrix (small T only)."""
+        if self.horizon > DENSE_LIMIT:
+            raise ParameterError(f"horizon={self.horizon}: too large for dense exact A")
+        out = [[Fraction(0)] * self.horizon for _ in range(self.n_nodes)]
+        for n in range(self.n_nodes):
+            w, lo, hi = self.weight(n), int(self.lo[n]), int(self.hi[n])
+            for i in range(lo, hi + 1):
+                out[n][i - 1] = w * self.base ** (hi - i)
+        return out
+
+    def dense_Q_exact(self) -> list[list[Fraction]]:
+        """Q as a dense exact matrix (small T only)."""
+        if self.horizon > DENSE_LIMIT:
+            raise ParameterError(f"horizon={self.horizon}: too large for dense exact Q")
+        tr = self.target
+        out = [[Fraction(0)] * self.horizon for _ in range(self.horizon)]
+        for t in range(1, self.horizon + 1):
+            for k in range(int(tr.indptr[t - 1]), int(tr.indptr[t])):
+                coef = tr.table[int(tr.idx[k])]
+                for i in range(int(tr.lo[k]), int(tr.hi[k]) + 1):
+                    out[t - 1][i - 1] += coef * self.base ** (t - i)
+        return out
+
+    # ----------------------------------------------------------------- checks
+    def check_unbiased(self) -> PlanCheck:
+        """``R·A = Q`` exactly, via breakpoint deltas of ``γ^{i−t}·(row t)``."""
+        R, tr, base = self.recombination, self.target, self.base
+        wt, st = self.weight_table, self.weight_idx
+        for t in range(1, self.horizon + 1):
+            delta: defaultdict[int, Fraction] = defaultdict(Fraction)
+            for k in range(int(R.indptr[t - 1]), int(R.indptr[t])):
+                n = int(R.indices[k])
+                value = R.table[int(R.idx[k])] * wt[int(st[n])]
+                if base != 1:
+                    value *= base ** (int(self.hi[n]) - t)
+                delta[int(self.lo[n])] += value
+                delta[int(self.hi[n]) + 1] -= value
+            for k in range(int(tr.indptr[t - 1]), int(tr.indptr[t])):
+                coef = tr.table[int(tr.idx[k])]
+                delta[int(tr.lo[k])] -= coef
+                delta[int(tr.hi[k]) + 1] += coef
+            running = Fraction(0)
+            for pos in sorted(delta):
+                if pos > self.horizon:
+                    break
+                running += delta[pos]
+                if running != 0:
+                    return PlanCheck(
+                        "unbiased",
+                        False,
+                        f"(R·A − Q)[t={t}, i={pos}] = {running} ≠ 0",
+                    )
+        return PlanCheck("unbiased", True, f"R·A = Q exactly for all {self.horizon} rows")
+
+    def check_unbiased_dense(self) -> PlanCheck:
+        """Brute-force exact ``R·A = Q`` with dense Fraction matrices (small T)."""
+        A = self.dense_A_exact()
+        Rd = self.recombination.to_dense_exact()
+        Qd = self.dense_Q_exact()
+        for t in range(self.horizon):
+            for i in range(self.horizon):
+                v = sum((Rd[t][n] * A[n][i] for n in range(self.n_nodes) if Rd[t][n]), Fraction(0))
+                if v != Qd[t][i]:
+                    return PlanCheck(
+                        "unbiased-dense", False, f"(R·A)[{t + 1},{i + 1}] = {v} ≠ {Qd[t][i]}"
+                    )
+        return PlanCheck("unbiased-dense", True, "dense exact R·A = Q")
+
+    def check_causal(self) -> PlanCheck:
+        """No output uses a node released after it: ``r_{t,n} ≠ 0 ⇒ hi_n ≤ t``."""
+        R = self.recombination
+        nonzero = np.array([v != 0 for v in R.table], dtype=bool)[R.idx]
+        rows = R.row_of_entry() + 1
+        bad = nonzero & (self.hi[R.indices] > rows)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            n = int(R.indices[k])
+            return PlanCheck(
+                "causal",
+                False,
+                f"output t={int(rows[k])} uses node {n} released at {int(self.hi[n])}",
+            )
+        return PlanCheck("causal", True, "every output uses only released nodes")
+
+    def item_privacy_sums(self) -> list[Fraction]:
+        """Per item i: ``Σ_n |a_{n,i}| Δ / b_n``, exact."""
+        T = self.horizon
+        eps_node = [
+            abs(w) * self.sensitivity / b for w in self.weight_table for b in self.scale_table
+        ]
+        group = self.weight_idx * len(self.scale_table) + self.scale_idx
+        if self.base == 1:
+            n_groups = len(eps_node)
+            diff = np.zeros((T + 1, n_groups), dtype=np.int64)
+            np.add.at(diff, (self.lo - 1, group), 1)
+            np.add.at(diff, (self.hi, group), -1)
+            counts = np.cumsum(diff[:T], axis=0)
+            used = np.flatnonzero(counts.any(axis=0))
+            return _grouped_exact_sums(counts[:, used], [eps_node[g] for g in used])
+        # γ < 1: item i's term from node n is c_n γ^{hi_n − i} = γ^{−i} · (c_n γ^{hi_n}).
+        diff2: list[Fraction] = [Fraction(0)] * (T + 2)
+        for n in range(self.n_nodes):
+            c = eps_node[int(group[n])] * self.base ** int(self.hi[n])
+            diff2[int(self.lo[n])] += c
+            diff2[int(self.hi[n]) + 1] -= c
+        out: list[Fraction] = []
+        running = Fraction(0)
+        for i in range(1, T + 1):
+            running += diff2[i]
+            out.append(running / self.base**i)
+        return out
+
+    def privacy_sum(self) -> Fraction:
+        """``max_i Σ_n |a_{n,i}|·Δ/b_n``: the ε of the node release by basic composition."""
+        sums = self.item_privacy_sums()
+        return max(sums) if sums else Fraction(0)
+
+    def check_privacy(self) -> tuple[PlanCheck, Fraction]:
+        """The privacy sum is at most the declared ε, and equals the expected sum when known."""
+        total = self.privacy_sum()
+        ok = total <= self.declared_epsilon
+        detail = f"max_i Σ_n |a_ni|Δ/b_n = {total} (declared ε = {self.declared_epsilon})"
+        if self.expected_privacy_sum is not None and total != self.expected_privacy_sum:
+            ok = False
+            detail += f"; expected exactly {self.expected_privacy_sum}"
+        return PlanCheck("privacy", ok, detail), total
+
+    def variance_exact(self) -> list[Fraction]:
+        """``Var(out_t) = 2 Σ_n r_{t,n}² b_n²`` for Laplace node noise, exact, t = 1..T."""
+        R = self.recombination
+        n_s = len(self.scale_table)
+        group = R.idx * n_s + self.scale_idx[R.indices]
+        weights = [2 * r * r * b * b for r in R.table for b in self.scale_table]
+        n_groups = len(weights)
+        counts = np.zeros((self.horizon, n_groups), dtype=np.int64)
+        np.add.at(counts, (R.row_of_entry(), group), 1)
+        used = np.flatnonzero(counts.any(axis=0))
+        return _grouped_exact_sums(counts[:, used], [weights[g] for g in used])
+
+    def variance(self) -> FloatArray:
+        """Per-step variance as floats (nearest)."""
+        return np.array([float(v) for v in self.variance_exact()], dtype=np.float64)
+
+    def check(self, variance_formula: list[Fraction] | None = None) -> PlanReport:
+        """Run every exact check; compare with a closed-form variance when given."""
+        checks = [self.check_unbiased(), self.check_causal()]
+        priv, total = self.check_privacy()
+        checks.append(priv)
+        if variance_formula is not None:
+            plan_var = self.variance_exact()
+            mism = [
+                t
+                for t, (a, b) in enumerate(zip(plan_var, variance_formula, strict=True), 1)
+                if a != b
+            ]
+            if mism:
+                t0 = mism[0]
+                detail = f"t={t0}: formula {variance_formula[t0 - 1]} ≠ plan {plan_var[t0 - 1]}"
+            else:
+                detail = "closed form = 2Σ r²b² exactly"
+            checks.append(PlanCheck("variance", not mism, detail))
+        return PlanReport(self.name, self.horizon, tuple(checks), total, self.declared_epsilon)
+
+    # ----------------------------------------------------------------- output
+    def node_values(self, stream: FloatArray) -> FloatArray:
+        """True node values ``A x``."""
+        return np.asarray(self.A() @ stream, dtype=np.float64)
+
+    def output(self, stream: FloatArray, noise: FloatArray) -> FloatArray:
+        """``R (A x + z)``: the plan's release for a stream and node noise (canonical order)."""
+        if noise.shape[-1] != self.n_nodes:
+            raise ParameterError(
+                f"noise: expected {self.n_nodes} node values, got {noise.shape[-1]}"
+            )
+        noisy = self.node_values(stream) + noise
+        return np.asarray(self.R() @ noisy.T, dtype=np.float64).T
