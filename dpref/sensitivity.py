@@ -390,19 +390,20 @@ def _oracle(prob: _Problem, budget: int) -> Fraction | float:
                 ]
                 best = max(best, max(results) - min(results))
     elif prob.model == "unbounded":
-        for rel in itertools.combinations_with_replacement(values, n):
-            base = ev(rel)
-            for sub in itertools.combinations(rel, n - k) if prob.can_remove else ():
-                best = max(best, abs(base - ev(sub)))
-            for add in itertools.combinations_with_replacement(values, k) if prob.can_add else ():
-                best = max(best, abs(base - ev(rel + add)))
+        for release in itertools.combinations_with_replacement(values, n):
+            base = ev(release)
+            for smaller in itertools.combinations(release, n - k) if prob.can_remove else ():
+                best = max(best, abs(base - ev(smaller)))
+            for more in itertools.combinations_with_replacement(values, k) if prob.can_add else ():
+                best = max(best, abs(base - ev(release + more)))
     else:
-        for core in itertools.combinations_with_replacement(values, n - k):
-            results = [
-                ev(core + extra) for extra in itertools.combinations_with_replacement(values, k)
+        for shared in itertools.combinations_with_replacement(values, n - k):
+            outcomes = [
+                ev(shared + other) for other in itertools.combinations_with_replacement(values, k)
             ]
-            best = max(best, max(results) - min(results))
-    return best
+            best = max(best, max(outcomes) - min(outcomes))
+    out: Fraction | float = best
+    return out
 
 
 # --------------------------------------------------------------------------- fast path
