@@ -596,6 +596,7 @@ def _fast_moment(prob: _Problem, budget: int) -> Fraction | float:
     vals = prob.vals
     best_exact = Fraction(0)
     best_float = 0.0
+    best_num: dict[int, int] = {}
     for small, big in sides:
         caps = _caps_for(prob, max(small, k) + k)
         for counts in _submultisets(_caps_for(prob, small), small):
@@ -625,14 +626,16 @@ def _fast_moment(prob: _Problem, budget: int) -> Fraction | float:
                     s_small - math.sqrt(lo) / big,
                 )
             else:
-                v_small = Fraction(own, small * small)
-                best_exact = max(
-                    best_exact,
-                    Fraction(hi, big * big) - v_small,
-                    v_small - Fraction(lo, big * big),
-                )
+                # Integers over the common denominator big² · small² (exact, and fast).
+                a, b = small * small, big * big
+                top = max(hi * a - own * b, own * b - lo * a)
+                if top > best_num.get(small, 0):
+                    best_num[small] = top
     if want_std:
         return best_float / prob.scale
+    for small, top in best_num.items():
+        big = small + k
+        best_exact = max(best_exact, Fraction(top, small * small * big * big))
     return best_exact / (prob.scale * prob.scale)
 
 

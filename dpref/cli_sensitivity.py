@@ -1,0 +1,148 @@
+"""The ``dpref sensitivity`` subcommand: global sensitivity of a column (SPEC §4).
+
+``dpref sensitivity (--universe 1,2,3 | --csv FILE --column NAME) --size N --query Q
+[--hamming K] [--model bounded|unbounded] [--universe-kind dataset|range] [--json]
+[--plot FILE.png]``.  Errors are raised as :class:`~dpref.errors.DprefError`; the main CLI
+prints them on one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+from dpref.errors import DprefError, ParameterError
+from dpref.sensitivity import NOTEBOOK_QUERIES, global_sensitivity
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``sensitivity`` subcommand to ``subparsers``."""
+    p = subparsers.add_parser(
+        "sensitivity",
+        help="global L1 sensitivity of a query (bounded/unbounded, Hamming distance k)",
+        description=__doc__,
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--universe", help="comma-separated values, e.g. 1,2,3,15")
+    src.add_argument("--csv", help="a CSV file with a header row (use with --column)")
+    p.add_argument("--column", help="the CSV column to use")
+    p.add_argument("--size", type=int, required=True, help="release size n")
+    p.add_argument("--query", required=True, help="count, sum, mean, median, var, std, ...")
+    p.add_argument("--hamming", type=int, default=1, help="Hamming distance k (default 1)")
+    p.add_argument("--model", choices=("unbounded", "bounded"), default="unbounded")
+    p.add_argument("--universe-kind", choices=("dataset", "range"), default="dataset")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", help="write sensitivity against Hamming distance to FILE.png")
+    p.set_defaults(func=run)
+
+
+def _parse_number(text: str, where: str) -> Fraction:
+    try:
+        return Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise ParameterError(f"{where}={text!r}: not a number") from None
+
+
+def _load_values(args: argparse.Namespace) -> list[Fraction]:
+    if args.universe is not None:
+        parts = [t for t in args.universe.split(",") if t.strip()]
+        if not parts:
+            raise ParameterError(f"--universe={args.universe!r}: no values")
+        return [_parse_number(t, "--universe") for t in parts]
+    if not args.column:
+        raise ParameterError(f"--column={args.column!r}: required with --csv")
+    try:
+        with open(args.csv, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as exc:
+        raise ParameterError(f"--csv={args.csv!r}: cannot read ({exc.strerror})") from None
+    if not rows or args.column not in rows[0]:
+        raise ParameterError(f"--column={args.column!r}: not a column of {args.csv!r}")
+    return [
+        _parse_number(row[args.column] or "", f"--csv row {i + 2} {args.column}")
+        for i, row in enumerate(rows)
+    ]
+
+
+def _plot(path: str, values: list[Fraction], args: argparse.Namespace) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise DprefError(
+            "--plot needs matplotlib; install it with: pip install 'dpref[plot]'"
+        ) from None
+    ks = list(range(1, args.size + 1))
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for q in NOTEBOOK_QUERIES:
+        ys: list[float] = []
+        for k in ks:
+            try:
+                ys.append(
+                    global_sensitivity(
+                        values,
+                        size=args.size,
+                        query=q,
+                        hamming=k,
+                        model=args.model,
+                        universe=args.universe_kind,
+                    )
+                )
+            except ParameterError:
+                ys.append(math.nan)  # undefined (an empty neighbour)
+        ax.plot(ks, ys, marker="o", label=q)
+    ax.set_xlabel("Hamming distance k")
+    ax.set_ylabel("global L1 sensitivity")
+    ax.set_xticks(ks)
+    ax.set_title(f"{args.model} sensitivity, {args.universe_kind} universe, n={args.size}")
+    ax.legend(ncol=5, fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compute, print (text or JSON) and optionally plot; return the exit code."""
+    values = _load_values(args)
+    value = global_sensitivity(
+        values,
+        size=args.size,
+        query=args.query,
+        hamming=args.hamming,
+        model=args.model,
+        universe=args.universe_kind,
+    )
+    if args.plot:
+        _plot(args.plot, values, args)
+    out: dict[str, Any] = {
+        "sensitivity": value,
+        "query": args.query,
+        "size": args.size,
+        "hamming": args.hamming,
+        "model": args.model,
+        "universe_kind": args.universe_kind,
+        "universe": [float(v) for v in values],
+    }
+    if args.csv is not None:
+        out["csv"] = args.csv
+        out["column"] = args.column
+    if args.plot:
+        out["plot"] = args.plot
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(
+            f"{args.model} global sensitivity of {args.query} "
+            f"(n={args.size}, k={args.hamming}, {args.universe_kind} universe): {value!r}"
+        )
+        if args.plot:
+            print(f"plot written to {args.plot}")
+    return 0
