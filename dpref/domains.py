@@ -111,7 +111,7 @@ class Domain:
             bad |= arr != np.floor(arr)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DomainError(f"{name}[{i}]={arr[i]!r}: outside the domain {self.name}")
+            raise DomainError(f"{name}[{i}]={float(arr[i])!r}: outside the domain {self.name}")
         return arr
 
 

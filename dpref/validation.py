@@ -139,7 +139,7 @@ def check_real_vector(
         raise ParameterError(f"{name}: must not be empty")
     if not np.all(np.isfinite(out)):
         bad = int(np.flatnonzero(~np.isfinite(out))[0])
-        raise DomainError(f"{name}[{bad}]={out[bad]!r}: values must be finite")
+        raise DomainError(f"{name}[{bad}]={float(out[bad])!r}: values must be finite")
     if max_len is not None and out.size > max_len:
         raise HorizonError(f"{name}: length {out.size} exceeds horizon={max_len}")
     return out

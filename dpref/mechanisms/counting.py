@@ -45,7 +45,7 @@ def _uniform_nodes(lo: IntArray, hi: IntArray, scale: Fraction) -> NodeTable:
     return NodeTable(lo, hi, (scale,), np.zeros(lo.size, dtype=np.int64))
 
 
-def _ones_sparse(shape: tuple[int, int], rows: list[int], cols: list[int]) -> ExactSparse:
+def _ones_sparse(shape: tuple[int, int], rows: Any, cols: Any) -> ExactSparse:
     r = np.asarray(rows, dtype=np.int64)
     return ExactSparse.from_triples(
         shape, r, np.asarray(cols, dtype=np.int64), _ONE, np.zeros(r.size, dtype=np.int64)
@@ -155,8 +155,7 @@ class SimpleII(_Counting):
         return _uniform_nodes(t, t.copy(), self._scale())
 
     def recombination(self, horizon: int) -> ExactSparse:
-        rows = [t for t in range(horizon) for _ in range(t + 1)]
-        cols = [n for t in range(horizon) for n in range(t + 1)]
+        rows, cols = np.tril_indices(horizon)
         return _ones_sparse((horizon, horizon), rows, cols)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
@@ -263,17 +262,24 @@ class TwoLevel(_Counting):
     def recombination(self, horizon: int) -> ExactSparse:
         B = self.block_size
         item_pos, block_pos = self._layout(horizon)
-        rows: list[int] = []
-        cols: list[int] = []
-        for t in range(1, horizon + 1):
-            q = t // B
-            for j in range(q):
-                rows.append(t - 1)
-                cols.append(int(block_pos[j]))
-            for i in range(q * B + 1, t + 1):
-                rows.append(t - 1)
-                cols.append(int(item_pos[i - 1]))
-        return _ones_sparse((horizon, horizon + horizon // B), rows, cols)
+        t = np.arange(1, horizon + 1, dtype=np.int64)
+        q = t // B
+        # blocks 1..q, then items qB+1..t, for every row t
+        b_rows = np.repeat(t - 1, q)
+        b_cols = block_pos[np.arange(int(q.sum())) - np.repeat(np.cumsum(q) - q, q)]
+        n_items = t - q * B
+        i_rows = np.repeat(t - 1, n_items)
+        i_first = np.repeat(q * B, n_items)  # 0-based index of item qB+1
+        i_cols = item_pos[
+            i_first
+            + np.arange(int(n_items.sum()))
+            - np.repeat(np.cumsum(n_items) - n_items, n_items)
+        ]
+        return _ones_sparse(
+            (horizon, horizon + horizon // B),
+            np.concatenate([b_rows, i_rows]),
+            np.concatenate([b_cols, i_cols]),
+        )
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t_max = self._horizon_for(horizon)

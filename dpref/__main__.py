@@ -1,0 +1,5 @@
+"""``python -m dpref``."""
+
+from dpref.cli import main
+
+raise SystemExit(main())
