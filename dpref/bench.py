@@ -13,6 +13,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,7 @@ def release_many_bench(quick: bool = False) -> list[Row]:
         if name not in ("simple1", "simple2", "two-level", "binary", "hybrid"):
             continue
         mech: Mechanism = cls(epsilon=1, horizon=T) if cls.needs_horizon else cls(epsilon=1)
-        value = _best_of(lambda m=mech: m.release_many(stream, runs, rng=5), 2)
+        value = _best_of(partial(mech.release_many, stream, runs, rng=5), 2)
         limit = 2.0 * (runs / 1_000_000)
         rows.append(
             {
@@ -167,10 +168,18 @@ def online_bench(quick: bool = False) -> list[Row]:
     return rows
 
 
+def sensitivity_bench(quick: bool = False) -> list[Row]:
+    """Global sensitivity: fast exact algorithms vs the brute-force oracle (SPEC §4)."""
+    from dpref.bench_sensitivity import bench
+
+    return [dict(row) for row in bench()]
+
+
 BENCHES: list[str] = [
     "dpref.bench:binary_release_bench",
     "dpref.bench:release_many_bench",
     "dpref.bench:online_bench",
+    "dpref.bench:sensitivity_bench",
 ]
 """Benchmarks run by ``dpref bench``, as ``module:function(quick) -> rows``."""
 

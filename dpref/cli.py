@@ -24,7 +24,9 @@ from dpref.validation import fmt
 
 __all__ = ["main"]
 
-PLUGINS: list[str] = []
+PLUGINS: list[str] = [
+    "dpref.cli_sensitivity",
+]
 """Modules that add subcommands: each has ``add_parser(subparsers)`` and ``run(args) -> int``."""
 
 
@@ -169,7 +171,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         seed=args.seed,
         mechanisms=tuple(args.mechanism or ()),
     )
-    header = f"{'suite':<11} {'mechanism':<26} {'checks':>7} {'declared ε':>10} {'proven sum':>10}  status  seconds"
+    header = (
+        f"{'suite':<11} {'mechanism':<26} {'checks':>7} {'declared ε':>10} "
+        f"{'proven sum':>10}  status  seconds"
+    )
 
     def show(row: VerifyRow) -> None:
         if not args.json:
