@@ -51,6 +51,7 @@ __all__ = [
     "Mechanism",
     "NodeTable",
     "OnlineCounter",
+    "RowTerm",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -76,6 +77,11 @@ class ExactOps:
         """An exact number."""
         return Fraction(x)
 
+    @staticmethod
+    def popcount(t: Any) -> Any:
+        """The number of 1-bits of a non-negative int."""
+        return bin(int(t)).count("1")
+
 
 EXACT = ExactOps()
 
@@ -94,6 +100,25 @@ class BudgetTerm:
     """How many nodes of this kind the worst item lies in (int or sympy expression)."""
     scale: Any
     """Laplace scale of those nodes (Fraction or sympy expression)."""
+
+
+@dataclass(frozen=True)
+class RowTerm:
+    """One kind of node in the recombination of the output at time t.
+
+    The output at t adds ``count`` noisy nodes of this kind, each with coefficient
+    ``coefficient`` and Laplace scale ``scale``, so it contributes
+    ``2 · count · coefficient² · scale²`` to ``Var(out_t)`` (SPEC §0, item 4).
+    """
+
+    kind: str
+    """Node kind (as in :class:`BudgetTerm`)."""
+    count: Any
+    """How many nodes of this kind the output at t uses (int or sympy expression)."""
+    coefficient: Any
+    """Their recombination coefficient ``r_{t,n}``."""
+    scale: Any
+    """Their Laplace scale ``b_n``."""
 
 
 @dataclass(frozen=True, eq=False)

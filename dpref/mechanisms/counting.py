@@ -29,6 +29,7 @@ from dpref.mechanisms.base import (
     Mechanism,
     NodeTable,
     OnlineCounter,
+    RowTerm,
 )
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
@@ -84,6 +85,13 @@ class SimpleI(_Counting):
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [BudgetTerm("prefix", T, T * delta / eps)]
+
+    def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
+        """The output at t is the one node ``[1, t]`` (coefficient 1, scale ``TΔ/ε``)."""
+        T = s.get("horizon", self.horizon)
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        return [RowTerm("prefix", 1, 1, T * delta / eps)]
 
     def _scale(self) -> Fraction:
         assert self.horizon is not None
@@ -143,6 +151,12 @@ class SimpleII(_Counting):
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [BudgetTerm("item", 1, delta / eps)]
+
+    def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
+        """The output at t adds the t item nodes ``[1,1] … [t,t]`` (scale ``Δ/ε``)."""
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        return [RowTerm("item", t, 1, delta / eps)]
 
     def _scale(self) -> Fraction:
         return self.sensitivity / self.epsilon
@@ -227,6 +241,16 @@ class TwoLevel(_Counting):
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [BudgetTerm("item", 1, 2 * delta / eps), BudgetTerm("block", 1, 2 * delta / eps)]
+
+    def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
+        """At ``t = qB + r``: the q complete blocks and the r items after them (``2Δ/ε``)."""
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        B = s.get("block_size", self.block_size)
+        return [
+            RowTerm("block", t // B, 1, 2 * delta / eps),
+            RowTerm("item", t % B, 1, 2 * delta / eps),
+        ]
 
     def _scale(self) -> Fraction:
         return 2 * self.sensitivity / self.epsilon
@@ -363,6 +387,27 @@ class Binary(_Counting):
         L = self.levels(T, ops)
         return [BudgetTerm("level", L, L * delta / eps)]
 
+    @staticmethod
+    def level_node(item: Any, level: Any) -> tuple[Any, Any]:
+        """The aligned node of size ``2^level`` (level ≥ 0) containing ``item``.
+
+        ``[⌊(i−1)/2^j⌋·2^j + 1, (⌊(i−1)/2^j⌋ + 1)·2^j]``.  The mechanism releases it
+        (at its end) iff it is a left node (``⌊(i−1)/2^j⌋`` even, so the size of the
+        node ending there is exactly ``2^j``) and its end is ≤ T.  Works for ints and
+        for sympy symbols (``//`` is ``floor`` of the quotient).
+        """
+        size = 2**level
+        q = (item - 1) // size
+        return (q * size + 1, (q + 1) * size)
+
+    def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
+        """The output at t adds one node per 1-bit of t, each of scale ``LΔ/ε``."""
+        T = s.get("horizon", self.horizon)
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        L = self.levels(T, ops)
+        return [RowTerm("level", ops.popcount(t), 1, L * delta / eps)]
+
     def _scale(self) -> Fraction:
         assert self.horizon is not None
         return Fraction(self.levels(self.horizon)) * self.sensitivity / self.epsilon
@@ -477,6 +522,20 @@ class Hybrid(_Counting):
         return [
             BudgetTerm("log", 1, 2 * delta / eps),
             BudgetTerm("binary_k", k, 2 * k * delta / eps),
+        ]
+
+    def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
+        """At ``t = 2^k + r`` (``0 ≤ r < 2^k``): the k+1 log blocks ending at 1, 2, …, 2^k
+        (scale ``2Δ/ε``) and one node per 1-bit of r from the k-th instance (``2kΔ/ε``;
+        for t = 1, k = 0 and r = 0, so that term is empty).
+        """
+        eps = s.get("epsilon", self.epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        k = ops.floor_log2(t)
+        r = t - 2**k
+        return [
+            RowTerm("log", k + 1, 1, 2 * delta / eps),
+            RowTerm("binary_k", ops.popcount(r), 1, 2 * k * delta / eps),
         ]
 
     def _log_scale(self) -> Fraction:
