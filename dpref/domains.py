@@ -13,8 +13,10 @@ For bits both give ``Δ = 1``.  Δ is an exact :class:`~fractions.Fraction`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -86,17 +88,25 @@ class Domain:
         far = self.upper if abs(self.upper) >= abs(self.lower) else self.lower
         return 0.0, float(far)
 
-    def check_value(self, name: str, value: Any) -> float:
-        """Validate one item (online counters) and return it as a float."""
-        if isinstance(value, bool | np.bool_):
-            value = int(value)
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise DomainError(f"{name}={fmt(value)}: must be a number in {self.name}") from None
-        if not (self.lower <= x <= self.upper) or (self.integer and not x.is_integer()):
-            raise DomainError(f"{name}={fmt(value)}: outside the domain {self.name}")
-        return x
+    @cached_property
+    def _float_bounds(self) -> tuple[float, float]:
+        return float(self.lower), float(self.upper)
+
+    def check_value(self, name: str, value: Any, step: int | None = None) -> float:
+        """Validate one item (online counters) and return it as a float.
+
+        ``step``, when given, is named in the error (``x=2 at step t=5: …``).
+        """
+        lo, hi = self._float_bounds
+        if not isinstance(value, str | bytes):
+            try:
+                x = float(value)
+            except (TypeError, ValueError):
+                x = math.nan
+            if lo <= x <= hi and (not self.integer or x.is_integer()):
+                return x
+        where = "" if step is None else f" at step t={step}"
+        raise DomainError(f"{name}={fmt(value)}{where}: outside the domain {self.name}")
 
     def check_stream(
         self, name: str, stream: Any, *, horizon: int | None = None
@@ -105,11 +115,17 @@ class Domain:
         if isinstance(stream, np.ndarray) and stream.dtype == np.bool_:
             stream = stream.astype(np.int64)
         arr = check_real_vector(name, stream, max_len=horizon)
-        lo, hi = float(self.lower), float(self.upper)
-        bad = (arr < lo) | (arr > hi)
-        if self.integer:
-            bad |= arr != np.floor(arr)
-        if bad.any():
+        lo, hi = self._float_bounds
+        if self.is_bits:
+            ok = arr == 0.0
+            ok |= arr == 1.0
+        else:
+            ok = arr >= lo
+            ok &= arr <= hi
+            if self.integer:
+                ok &= arr == np.floor(arr)
+        if not ok.all():
+            bad = ~ok
             i = int(np.flatnonzero(bad)[0])
             raise DomainError(f"{name}[{i}]={float(arr[i])!r}: outside the domain {self.name}")
         return arr

@@ -109,7 +109,7 @@ def check_probability_open(name: str, value: Any) -> Fraction:
 def check_real_vector(
     name: str, value: Any, *, max_len: int | None = None, allow_empty: bool = False
 ) -> npt.NDArray[np.float64]:
-    """A 1-D array of finite reals, returned as a new float64 array.
+    """A 1-D array of finite reals as float64 (not copied when it already is float64).
 
     Rejects strings, ragged or nested input, complex numbers, NaN and infinities,
     and (when ``max_len`` is given) arrays longer than ``max_len``.
@@ -132,12 +132,12 @@ def check_real_vector(
                 f"{name}={fmt(value)}: must contain real numbers, got dtype {arr.dtype}"
             )
     try:
-        out = np.array(arr, dtype=np.float64)
+        out = np.asarray(arr, dtype=np.float64)
     except (ValueError, TypeError, OverflowError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not convertible to float ({exc})") from None
     if out.size == 0 and not allow_empty:
         raise ParameterError(f"{name}: must not be empty")
-    if not np.all(np.isfinite(out)):
+    if not np.isfinite(out).all():
         bad = int(np.flatnonzero(~np.isfinite(out))[0])
         raise DomainError(f"{name}[{bad}]={float(out[bad])!r}: values must be finite")
     if max_len is not None and out.size > max_len:

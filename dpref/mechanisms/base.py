@@ -261,6 +261,18 @@ class Mechanism(ABC):
     def target(self, stream: Any) -> FloatArray:
         """The exact non-private answers ``Q x``."""
 
+    def _target_checked(self, x: FloatArray) -> FloatArray:
+        """``Q x`` for a stream already validated (override to skip re-validation)."""
+        return self.target(x)
+
+    def node_count(self, horizon: int) -> int:
+        """Number of nodes released up to ``horizon`` (override when cheaper than nodes())."""
+        return self.nodes(horizon).size
+
+    def noise_scales(self, horizon: int) -> FloatArray | float:
+        """Per-node float scales (rounded up), or one float when all nodes share it."""
+        return self.nodes(horizon).scales
+
     @abstractmethod
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         """A streaming counter drawing node noise in canonical order (or using ``noise``)."""
@@ -306,13 +318,14 @@ class Mechanism(ABC):
     def node_noise(self, horizon: int, rng: Any = None, runs: int | None = None) -> FloatArray:
         """Draw node noise in canonical order: shape (nodes,) or (runs, nodes)."""
         t = self._horizon_for(horizon)
-        nodes = self.nodes(t)
         gen = make_rng(rng)
-        shape: tuple[int, ...] = (
-            (nodes.size,) if runs is None else (check_runs("runs", runs), nodes.size)
-        )
+        size = self.node_count(t)
+        shape: tuple[int, ...] = (size,) if runs is None else (check_runs("runs", runs), size)
         if self.noise == "laplace":
-            return standard_laplace(gen, shape) * nodes.scales
+            z = standard_laplace(gen, shape)
+            z *= self.noise_scales(t)
+            return z
+        nodes = self.nodes(t)
         flat = np.empty(int(np.prod(shape)), dtype=np.float64)
         scales = [nodes.scale_table[int(i)] for i in nodes.scale_idx]
         for j in range(flat.size):
@@ -345,8 +358,10 @@ class Mechanism(ABC):
             gen = make_rng(rng)
             z = self.node_noise(t, gen)
         else:
-            z = self._check_noise(noise, self.nodes(t).size)
-        return self.target(x) + self.combine(z, t)
+            z = self._check_noise(noise, self.node_count(t))
+        out = self.combine(z, t)
+        out += self._target_checked(x)
+        return out
 
     def release_many(
         self, stream: Any, runs: Any, rng: Any = None, *, noise: Any = None
@@ -363,9 +378,9 @@ class Mechanism(ABC):
             gen = make_rng(rng)
             z = self.node_noise(t, gen, runs=n_runs)
         else:
-            z = self._check_noise(noise, self.nodes(t).size, runs=n_runs)
+            z = self._check_noise(noise, self.node_count(t), runs=n_runs)
         out = self.combine(z, t)
-        out += self.target(x)
+        out += self._target_checked(x)
         return out
 
     def variance(self, horizon: int | None = None) -> FloatArray:
@@ -438,10 +453,10 @@ class OnlineCounter(ABC):
         return value * scale_float
 
     def _admit(self, x: Any) -> float:
-        value = self.mechanism.domain.check_value(f"x (step t={self.t + 1})", x)
         horizon = self.mechanism.horizon
         if horizon is not None and self.t >= horizon:
             raise HorizonError(f"step t={self.t + 1}: past the horizon={horizon}")
+        value = self.mechanism.domain.check_value("x", x, self.t + 1)
         self.t += 1
         return value
 

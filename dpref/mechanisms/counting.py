@@ -15,6 +15,7 @@ References
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from fractions import Fraction
 from typing import Any
 
@@ -62,11 +63,29 @@ class _Counting(Mechanism):
 
     def target(self, stream: Any) -> FloatArray:
         """Exact prefix sums ``c_t``."""
-        return np.cumsum(self._stream(stream))
+        return self._target_checked(self._stream(stream))
+
+    def _target_checked(self, x: FloatArray) -> FloatArray:
+        return np.cumsum(x)
+
+    def node_count(self, horizon: int) -> int:
+        """One node ends at every t (Two-Level adds its blocks)."""
+        return horizon
+
+
+class _UniformCounting(_Counting):
+    """Counting mechanisms whose nodes all share one scale."""
+
+    @abstractmethod
+    def _scale(self) -> Fraction:
+        """The exact Laplace scale of every node."""
+
+    def noise_scales(self, horizon: int) -> FloatArray | float:
+        return ceil_float(self._scale())
 
 
 # --------------------------------------------------------------------- Simple I
-class SimpleI(_Counting):
+class SimpleI(_UniformCounting):
     """Simple counting mechanism I: release ``c_t + Lap(TΔ/ε)`` at every t.
 
     Nodes ``[1, t]`` for every t; item 1 lies in all T of them, so each gets scale
@@ -132,7 +151,7 @@ class _SimpleIOnline(OnlineCounter):
 
 
 # -------------------------------------------------------------------- Simple II
-class SimpleII(_Counting):
+class SimpleII(_UniformCounting):
     """Simple counting mechanism II: noisy items ``x_t + Lap(Δ/ε)``, summed.
 
     Each item is in one node, so the budget is ε; the error at t is the sum of t
@@ -197,7 +216,7 @@ class _SimpleIIOnline(OnlineCounter):
 
 
 # -------------------------------------------------------------------- Two-Level
-class TwoLevel(_Counting):
+class TwoLevel(_UniformCounting):
     """Two-level mechanism with block size B (default ``⌈√T⌉``).
 
     Nodes: every item ``[t, t]`` and every complete block ``[(q−1)B+1, qB]``, all
@@ -283,6 +302,9 @@ class TwoLevel(_Counting):
         hi[block_pos] = q * B
         return _uniform_nodes(lo, hi, self._scale())
 
+    def node_count(self, horizon: int) -> int:
+        return horizon + horizon // self.block_size
+
     def recombination(self, horizon: int) -> ExactSparse:
         B = self.block_size
         item_pos, block_pos = self._layout(horizon)
@@ -350,7 +372,7 @@ class _TwoLevelOnline(OnlineCounter):
 
 
 # ----------------------------------------------------------------------- Binary
-class Binary(_Counting):
+class Binary(_UniformCounting):
     """The binary (tree) mechanism with ``L = ⌊log₂T⌋ + 1`` levels.
 
     At each t it releases the aligned node of size ``2^{lsb(t)}`` ending at t with
