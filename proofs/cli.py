@@ -1,0 +1,111 @@
+"""``dpref prove [--mechanism NAME] [--json]``: run the proofs, one row per claim.
+
+Status is ``proven`` (every step discharged by sympy), ``checked for T ≤ N`` (an exact
+exhaustive check, labelled as such) or ``FAILED``; the command exits 1 if any claim
+fails.  With ``--json`` it prints one object ``{"rows": [...], "passed": bool}``.
+This module also provides the ``proofs`` suite of ``dpref verify`` (:func:`verify_suite`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from dpref.verify import VerifyOptions, VerifyRow
+from proofs.core import ClaimResult
+from proofs.registry import prove_all
+
+__all__ = ["add_parser", "main", "run", "verify_suite"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``prove`` subcommand to ``subparsers``."""
+    p = subparsers.add_parser(
+        "prove",
+        help="prove every mechanism's declared budget with sympy (one row per claim)",
+        description=__doc__,
+    )
+    _add_arguments(p)
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--mechanism",
+        action="append",
+        help="only this mechanism (CLI or class name; repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def _print_row(row: ClaimResult) -> None:
+    print(f"{row.mechanism:<12} {row.claim:<24} {row.status:<22} {row.seconds:>7.2f}", flush=True)
+    if not row.passed:
+        print(f"    {row.detail}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the proofs; 0 when every claim holds, 1 otherwise."""
+    names = tuple(args.mechanism or ())
+    if not args.json:
+        print(f"{'mechanism':<12} {'claim':<24} {'status':<22} {'seconds':>7}", flush=True)
+    start = time.perf_counter()
+    rows = prove_all(names)
+    passed = all(r.passed for r in rows)
+    if args.json:
+        print(json.dumps({"rows": [r.as_dict() for r in rows], "passed": passed}))
+    else:
+        for row in rows:
+            _print_row(row)
+        n_failed = sum(not r.passed for r in rows)
+        verdict = f"{n_failed} FAILED" if n_failed else "all hold"
+        print(f"{len(rows)} claims in {time.perf_counter() - start:.1f} s: {verdict}")
+    return 0 if passed else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m proofs``: the same as ``dpref prove``."""
+    from dpref.cli import _Parser
+    from dpref.errors import DprefError
+
+    parser = _Parser(prog="python -m proofs", description=__doc__)
+    _add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except DprefError as exc:
+        import sys
+
+        sys.stderr.write(f"proofs: error: {exc}\n")
+        return 2
+
+
+def verify_suite(opts: VerifyOptions) -> list[VerifyRow]:
+    """``dpref verify``'s ``proofs`` suite: one row per mechanism (checks = its claims)."""
+    rows = prove_all(tuple(opts.mechanisms))
+    out: list[VerifyRow] = []
+    for name in dict.fromkeys(r.mechanism for r in rows):
+        mine = [r for r in rows if r.mechanism == name]
+        bad = [r for r in mine if not r.passed]
+        budget = next((r for r in mine if r.claim == "budget"), None)
+        proven_sum = budget.value if budget is not None and budget.passed else "-"
+        detail = (
+            f"{bad[0].claim}: {bad[0].detail}"
+            if bad
+            else ", ".join(f"{r.claim} {r.status}" for r in mine)
+        )
+        out.append(
+            VerifyRow(
+                "proofs",
+                name,
+                len(mine),
+                len(bad),
+                declared_epsilon="ε",
+                proven_sum=proven_sum,
+                seconds=sum(r.seconds for r in mine),
+                detail=detail,
+                extra={"claims": [r.as_dict() for r in mine]},
+            )
+        )
+    return out
