@@ -25,6 +25,7 @@ from dpref.validation import fmt
 __all__ = ["main"]
 
 PLUGINS: list[str] = [
+    "proofs.cli",
     "dpref.cli_sensitivity",
 ]
 """Modules that add subcommands: each has ``add_parser(subparsers)`` and ``run(args) -> int``."""

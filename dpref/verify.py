@@ -186,6 +186,7 @@ def agreement_suite(opts: VerifyOptions) -> list[VerifyRow]:
 Suite = Callable[[VerifyOptions], list[VerifyRow]]
 
 SUITES: list[str] = [
+    "proofs.cli:verify_suite",
     "dpref.verify:plan_suite",
     "dpref.verify:agreement_suite",
 ]
