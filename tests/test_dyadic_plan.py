@@ -1,0 +1,124 @@
+"""Dyadic decompositions and the exact checks of LinearPlan (they must be able to fail)."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpref import Binary, SimpleII, TwoLevel
+from dpref.dyadic import (
+    aligned_cover,
+    binary_node,
+    binary_noise_sum,
+    is_left_node,
+    level_of,
+    node_at_level,
+    prefix_nodes,
+)
+from dpref.plan import ExactSparse
+
+
+@given(st.integers(1, 5000), st.integers(0, 5000))
+def test_aligned_cover(lo: int, length: int) -> None:
+    hi = lo + length
+    cover = aligned_cover(lo, hi)
+    # disjoint, contiguous, exact union
+    assert cover[0][0] == lo and cover[-1][1] == hi
+    for (a, b), (c, _) in zip(cover, cover[1:], strict=False):
+        assert c == b + 1
+    for node in cover:
+        level_of(node)  # raises unless aligned
+    assert len(cover) <= 2 * (length + 1).bit_length()
+
+
+@given(st.integers(1, 10**6))
+def test_prefix_nodes_are_left_nodes_one_per_bit(t: int) -> None:
+    nodes = prefix_nodes(t)
+    assert len(nodes) == bin(t).count("1")
+    assert nodes == aligned_cover(1, t)
+    assert all(is_left_node(n) for n in nodes)
+    assert len({level_of(n) for n in nodes}) == len(nodes)
+
+
+@given(st.integers(1, 10**6), st.integers(1, 20))
+def test_node_at_level_contains_item(i: int, level: int) -> None:
+    lo, hi = node_at_level(i, level)
+    assert lo <= i <= hi and hi - lo + 1 == 2 ** (level - 1)
+    assert binary_node(hi)[1] == hi
+
+
+def test_binary_noise_sum_matches_decomposition() -> None:
+    z = np.random.default_rng(0).normal(size=100)
+    s = binary_noise_sum(z)
+    for t in range(1, 101):
+        assert s[t - 1] == pytest.approx(sum(z[u - 1] for _, u in prefix_nodes(t)), abs=1e-12)
+
+
+def _tamper_recombination(plan, entry: int, factor: int):  # type: ignore[no-untyped-def]
+    R = plan.recombination
+    idx = R.idx.copy()
+    idx[entry] = 1
+    R2 = ExactSparse(R.shape, R.indptr, R.indices, (R.table[0], R.table[0] * factor), idx)
+    return dataclasses.replace(plan, recombination=R2)
+
+
+def test_unbiased_check_catches_a_wrong_coefficient() -> None:
+    plan = Binary(epsilon=1, horizon=9).plan()
+    bad = _tamper_recombination(plan, 5, 2)
+    assert not bad.check_unbiased().passed
+    assert not bad._check_unbiased_fractions().passed
+    assert not bad.check_unbiased_dense().passed
+
+
+def test_causality_check_catches_a_future_node() -> None:
+    plan = SimpleII(epsilon=1).plan(6)
+    R = plan.recombination
+    # make output 1 use node 6 instead of node 1
+    indices = R.indices.copy()
+    indices[0] = 5
+    bad = dataclasses.replace(
+        plan, recombination=ExactSparse(R.shape, R.indptr, indices, R.table, R.idx)
+    )
+    check = bad.check_causal()
+    assert not check.passed and "t=1" in check.detail
+
+
+def test_privacy_check_catches_too_little_noise_and_too_much() -> None:
+    plan = TwoLevel(epsilon=1, horizon=9).plan()
+    less = dataclasses.replace(plan, scale_table=(Fraction(1),))
+    assert not less.check_privacy()[0].passed
+    assert less.privacy_sum() == 2
+    more = dataclasses.replace(plan, scale_table=(Fraction(4),))
+    # too much noise is caught too: the sum must equal the expected ε exactly
+    assert not more.check_privacy()[0].passed
+
+
+def test_variance_check_catches_a_wrong_formula() -> None:
+    m = Binary(epsilon=1, horizon=8)
+    formula = m.variance_exact()
+    formula[2] += 1
+    report = m.plan().check(formula)
+    assert not report.passed
+    with pytest.raises(Exception, match="variance"):
+        report.raise_if_failed()
+
+
+def test_decayed_base_fraction_path() -> None:
+    """γ < 1 goes through the Fraction path of the unbiasedness and privacy checks."""
+    plan = Binary(epsilon=1, horizon=5).plan()
+    decayed = dataclasses.replace(plan, base=Fraction(1, 2), expected_privacy_sum=None)
+    # Binary's recombination is not unbiased for exponential decay
+    assert not decayed.check_unbiased().passed
+    assert decayed.privacy_sum() <= plan.privacy_sum()
+
+
+def test_plan_sparse_views_consistent() -> None:
+    plan = TwoLevel(epsilon=1, horizon=10, block_size=3).plan()
+    dense_A = np.array([[float(v) for v in row] for row in plan.dense_A_exact()])
+    np.testing.assert_array_equal(plan.A().toarray(), dense_A)
+    np.testing.assert_array_equal((plan.R() @ plan.A()).toarray(), plan.Q().toarray())
