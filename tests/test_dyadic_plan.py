@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -29,7 +30,7 @@ def test_aligned_cover(lo: int, length: int) -> None:
     cover = aligned_cover(lo, hi)
     # disjoint, contiguous, exact union
     assert cover[0][0] == lo and cover[-1][1] == hi
-    for (a, b), (c, _) in zip(cover, cover[1:], strict=False):
+    for (_, b), (c, _) in itertools.pairwise(cover):
         assert c == b + 1
     for node in cover:
         level_of(node)  # raises unless aligned
