@@ -20,7 +20,7 @@ from typing import Any
 
 from dpref.errors import ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
-from proofs.core import ClaimResult
+from proofs.core import FAILED, ClaimResult
 
 __all__ = [
     "EXHAUSTIVE_LIMIT",
@@ -83,7 +83,10 @@ def prove(cls: type[Mechanism], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResu
 
 
 def prove_all(names: Sequence[str] = (), limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
-    """Prove every mechanism in :data:`dpref.MECHANISMS` (or those named: CLI or class name)."""
+    """Prove every mechanism in :data:`dpref.MECHANISMS` (or those named: CLI or class name).
+
+    A mechanism with no registered proof gets one ``FAILED`` row (``proof module``).
+    """
     by_name: dict[str, type[Mechanism]] = {}
     for name, cls in MECHANISMS.items():
         by_name[name] = cls
@@ -98,5 +101,10 @@ def prove_all(names: Sequence[str] = (), limit: int = EXHAUSTIVE_LIMIT) -> list[
             chosen.append(by_name[name])
     rows: list[ClaimResult] = []
     for cls in chosen or list(MECHANISMS.values()):
-        rows.extend(prove(cls, limit))
+        try:
+            _, fn = proof_for(cls)
+        except ParameterError as exc:  # an unproven mechanism is a failed claim
+            rows.append(ClaimResult(label(cls), "proof module", FAILED, 0.0, detail=str(exc)))
+            continue
+        rows.extend(fn(cls, limit))
     return rows
