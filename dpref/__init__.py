@@ -15,14 +15,19 @@ from dpref.errors import (
     ParameterError,
     PlanCheckError,
 )
+from dpref.lower_bounds import lower_bound
 from dpref.mechanisms import (
     MECHANISMS,
+    AllWindowSum,
     Binary,
+    ExponentialSum,
     Hybrid,
     Mechanism,
+    PolynomialSum,
     SimpleI,
     SimpleII,
     TwoLevel,
+    WindowSum,
 )
 from dpref.plan import LinearPlan
 
@@ -30,22 +35,27 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MECHANISMS",
+    "AllWindowSum",
     "Binary",
     "Domain",
     "DomainError",
     "DprefError",
     "DprefTypeError",
+    "ExponentialSum",
     "HorizonError",
     "Hybrid",
     "LinearPlan",
     "Mechanism",
     "ParameterError",
     "PlanCheckError",
+    "PolynomialSum",
     "SimpleI",
     "SimpleII",
     "TwoLevel",
+    "WindowSum",
     "__version__",
     "bits",
     "bounded_integers",
     "bounded_reals",
+    "lower_bound",
 ]
