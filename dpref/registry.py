@@ -16,6 +16,10 @@ MECHANISM_PARAMS: dict[str, tuple[str, ...]] = {
     "two-level": ("horizon", "block_size"),
     "binary": ("horizon",),
     "hybrid": ("horizon",),
+    "window": ("horizon", "window"),
+    "allwindow": ("horizon", "delta", "window"),
+    "exponential": ("horizon", "alpha"),
+    "polynomial": ("horizon", "c", "beta"),
 }
 """Constructor parameters each mechanism takes besides ``epsilon`` (and ``domain``/``noise``)."""
 
