@@ -13,6 +13,7 @@ Later subsystems add suites to :data:`SUITES` (proofs run first).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import time
 from collections.abc import Callable
@@ -99,7 +100,23 @@ def _instances(name: str, horizon: int, epsilon: Fraction) -> list[Mechanism]:
         return out
     if name == "hybrid":
         return [build_mechanism(name, epsilon=epsilon)]
+    if name in _DECAYED_CASES:  # unbounded: the same instances serve every T
+        return _decayed_instances(name, epsilon)
     return [build_mechanism(name, epsilon=epsilon, horizon=horizon)]
+
+
+_DECAYED_CASES: dict[str, tuple[dict[str, Any], ...]] = {
+    "window": ({"window": 1}, {"window": 3}, {"window": 8}),
+    "allwindow": ({"delta": Fraction(3, 2)}, {"delta": 2, "window": 5}),
+    "exponential": ({"alpha": Fraction(1, 2)}, {"alpha": Fraction(9, 10)}),
+    "polynomial": ({"c": 2, "beta": Fraction(1, 5)}, {"c": Fraction(3, 2), "beta": Fraction(1, 2)}),
+}
+"""Parameterisations of the decayed-sum mechanisms checked by the suites."""
+
+
+@functools.lru_cache(maxsize=32)
+def _decayed_instances(name: str, epsilon: Fraction) -> list[Mechanism]:
+    return [build_mechanism(name, epsilon=epsilon, **kw) for kw in _DECAYED_CASES[name]]
 
 
 def _horizons(opts: VerifyOptions, rng: np.random.Generator) -> list[int]:
