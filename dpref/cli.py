@@ -224,6 +224,46 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_golden(args: argparse.Namespace) -> int:
+    from dpref.golden import check_golden, golden_vectors, load_shipped
+
+    if args.action == "export":
+        doc = golden_vectors()
+        text = json.dumps(doc, indent=1)
+        if args.file and args.file != "-":
+            Path(args.file).write_text(text + "\n")
+            if args.json:
+                print(json.dumps({"written": args.file, "vectors": len(doc["vectors"])}))
+            else:
+                print(f"wrote {len(doc['vectors'])} vectors to {args.file}")
+        else:
+            print(text)
+        return 0
+    if args.file:
+        try:
+            doc = json.loads(Path(args.file).read_text())
+        except (OSError, ValueError) as exc:
+            raise ParameterError(
+                f"file={fmt(args.file)}: cannot read golden vectors ({exc})"
+            ) from None
+    else:
+        doc = load_shipped()
+    problems = check_golden(doc)
+    if args.json:
+        print(
+            json.dumps(
+                {"vectors": len(doc["vectors"]), "passed": not problems, "problems": problems}
+            )
+        )
+    else:
+        for p in problems:
+            print(p)
+        print(
+            f"{len(doc['vectors'])} golden vectors: {'all match' if not problems else 'MISMATCH'}"
+        )
+    return 1 if problems else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
     parser = _Parser(prog="dpref", description=__doc__)
@@ -249,6 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", default=None, help="run only benchmarks whose name contains this")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("golden", help="export or check golden vectors (stream + noise -> outputs)")
+    p.add_argument("action", choices=["export", "check"])
+    p.add_argument("file", nargs="?", default=None, help="export: output file; check: input file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_golden)
 
     for module in PLUGINS:
         plugin = importlib.import_module(module)

@@ -200,12 +200,32 @@ def agreement_suite(opts: VerifyOptions) -> list[VerifyRow]:
     return rows
 
 
+def golden_suite(opts: VerifyOptions) -> list[VerifyRow]:
+    """The shipped golden vectors still come out of this dpref, exactly."""
+    from dpref.golden import check_golden, load_shipped
+
+    start = time.perf_counter()
+    doc = load_shipped()
+    problems = check_golden(doc)
+    return [
+        VerifyRow(
+            "golden",
+            f"{len(doc['vectors'])} vectors",
+            len(doc["vectors"]),
+            len(problems),
+            seconds=time.perf_counter() - start,
+            detail=problems[0] if problems else "stream + canonical noise -> shipped outputs",
+        )
+    ]
+
+
 Suite = Callable[[VerifyOptions], list[VerifyRow]]
 
 SUITES: list[str] = [
     "proofs.cli:verify_suite",
     "dpref.verify:plan_suite",
     "dpref.verify:agreement_suite",
+    "dpref.verify:golden_suite",
 ]
 """Suites run by ``dpref verify``, in order, as ``module:function``."""
 
