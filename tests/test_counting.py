@@ -7,6 +7,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from strategies import junk
 
 from dpref import Binary, DprefError, Hybrid, ParameterError, SimpleI, SimpleII, TwoLevel
 from dpref.dyadic import prefix_nodes
@@ -148,3 +150,21 @@ def test_real_domain_sensitivity_scales_noise() -> None:
         m.release([0.5, 3.5])
     out = m.release([0.5, -1.0, 2.25], rng=1)
     assert out.shape == (3,)
+
+
+@settings(max_examples=80)
+@given(horizon=junk, block=junk, lower=junk, upper=junk)
+def test_junk_block_size_and_domains(
+    horizon: object, block: object, lower: object, upper: object
+) -> None:
+    """Only DprefErrors come out of the remaining constructors, whatever they are fed."""
+    from dpref import Domain
+
+    try:
+        TwoLevel(epsilon=1, horizon=horizon, block_size=block)
+    except DprefError:
+        pass
+    try:
+        Domain(lower=lower, upper=upper)  # type: ignore[arg-type]
+    except DprefError:
+        pass
