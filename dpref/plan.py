@@ -183,7 +183,8 @@ def _grouped_exact_sums(counts: npt.NDArray[np.int64], weights: list[Fraction]) 
         return []
     uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
     vals = [
-        sum((int(c) * w for c, w in zip(row, weights, strict=True)), Fraction(0)) for row in uniq
+        sum((int(c) * w for c, w in zip(row, weights, strict=True) if c), Fraction(0))
+        for row in uniq
     ]
     return [vals[int(k)] for k in np.asarray(inverse).ravel()]
 
