@@ -1,0 +1,665 @@
+"""Conformance of a target to the reference mechanism it claims to be (``dpref conform``).
+
+The target claims to be a reference mechanism M with given parameters.  Each check
+has a stated false-alarm rate; the statistical ones share ``alpha`` (Bonferroni:
+``alpha/4`` each, and within a check across steps or levels), so a conforming target
+is declared non-conforming with probability at most ``alpha``.  The deterministic
+checks (causality, crashes) cannot raise a false alarm.
+
+* **crashes**: the target runs at several horizons — 1, 2, 3, 4, 5, every power of
+  two up to T, T − 1 and T; any exception or malformed output is reported with the T
+  that caused it.
+* **causality by replay** (after Re:cord-play's record/replay with identical
+  randomness): with the same rng seed, changing the items after step s must not
+  change the outputs up to s.  First the target is run twice on the same stream and
+  seed; if the outputs differ it is not deterministic given its rng and the check
+  says so instead of guessing.
+* **unbiasedness**: at every step t the mean error ``ȳ_t − (Qx)_t`` over the runs is
+  tested with a two-sided t-test; Bonferroni across the T steps.
+* **noise law and scale**: when R restricted to its used nodes is invertible (every
+  counting mechanism: square, lower triangular with unit diagonal in release
+  order), each run's node noise is recovered exactly as ``z = R_used⁻¹ y − (Ax)_used``
+  and standardised by the reference scales, ``u = z/b``.  Under conformance the u
+  are i.i.d. ``Lap(1)``: the law is tested with a Kolmogorov–Smirnov test, and the
+  scale ratio ρ (target/reference) is estimated as ``mean |u|`` (the MLE; ``|u| ~
+  Exp(ρ)``) with the exact Gamma interval, overall and per level (nodes grouped by
+  ``⌊log₂ length⌋`` and scale).  When some level adds less noise, the ε implied by
+  the estimated scales is ``max_i Σ_n |a_{n,i}|Δ/(ρ_n b_n)``.  Otherwise (R not
+  invertible, or discrete noise) the law test is skipped and ρ² is estimated from
+  the per-step variances relative to the reference's exact variances.
+* **per-step variance**: at every step the sample variance is compared with the
+  reference's exact variance, one-sided (less noise than promised), using the normal
+  approximation ``s² ≈ N(σ², (m₄ − s⁴)/N)``.  The sample variance of sums of Laplace
+  draws is right-skewed, so the lower-tail normal approximation is conservative;
+  a step released without noise (``s² = 0``) always fails.
+
+References
+----------
+.. [1] T. Cebere, E. Erb, D. Desfontaines, A. Bellet, J. Fitzsimons.
+   "Re:cord-play: auditing differential privacy by record and replay." 2026.
+.. [2] T.-H. H. Chan, E. Shi, D. Song. "Private and Continual Release of
+   Statistics." ACM TISSEC 2011.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy import stats
+
+from dpref.audit.events import used_nodes
+from dpref.audit.progress import Progress
+from dpref.audit.stats import exponential_scale_interval
+from dpref.audit.targets import Finding, Target, TargetFailure, as_target, seeded
+from dpref.errors import DprefTypeError, ParameterError
+from dpref.mechanisms import Mechanism
+from dpref.plan import LinearPlan
+from dpref.validation import check_positive_int, fmt
+
+__all__ = ["Check", "ConformReport", "conform", "crash_horizons"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_N_STAT_CHECKS = 4
+"""unbiased, noise law, noise scale, per-step variance: each gets alpha / 4."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One conformance check."""
+
+    name: str
+    """``crashes``, ``causality``, ``unbiased``, ``noise-law``, ``noise-scale``, ``variance``."""
+    passed: bool | None
+    """True/False, or None when the check could not be run (``detail`` says why)."""
+    statistic: float | None
+    """The test statistic (or the estimate)."""
+    p_value: float | None
+    """Bonferroni-adjusted p-value, when the check is a test."""
+    interval: tuple[float, float] | None
+    """Confidence interval, when the check is an estimate."""
+    alpha: float
+    """This check's false-alarm rate (0 for deterministic checks)."""
+    detail: str
+    """What was found, in words."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict."""
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "statistic": _fin(self.statistic),
+            "p_value": _fin(self.p_value),
+            "interval": None if self.interval is None else [_fin(v) for v in self.interval],
+            "alpha": self.alpha,
+            "detail": self.detail,
+        }
+
+
+def _fin(v: float | None) -> float | str | None:
+    if v is None:
+        return None
+    return v if math.isfinite(v) else ("inf" if v > 0 else "-inf")
+
+
+@dataclass
+class ConformReport:
+    """The outcome of :func:`conform`."""
+
+    target: str
+    """The target's name."""
+    reference: str
+    """The reference mechanism (repr)."""
+    horizon: int
+    """T."""
+    runs: int
+    """Runs of the target on the test stream."""
+    alpha: float
+    """Overall false-alarm rate."""
+    conforms: bool
+    """No check failed and no finding."""
+    checks: list[Check]
+    """Every check."""
+    noise_scale_ratio: dict[str, float] | None
+    """Target/reference scale: estimate, low, high."""
+    implied_epsilon: dict[str, float] | None
+    """The ε the estimated scales imply, when the target adds less noise."""
+    claimed_epsilon: Fraction
+    """The reference's ε."""
+    seconds: float
+    """Wall time."""
+    findings: list[Finding] = field(default_factory=list)
+    """Crashes, bad outputs, time-outs, non-determinism."""
+    seed: Any = None
+    """The seed used."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON report."""
+        return {
+            "target": self.target,
+            "reference": self.reference,
+            "horizon": self.horizon,
+            "runs": self.runs,
+            "alpha": self.alpha,
+            "conforms": self.conforms,
+            "checks": [c.as_dict() for c in self.checks],
+            "noise_scale_ratio": self.noise_scale_ratio,
+            "implied_epsilon": self.implied_epsilon,
+            "claimed_epsilon": str(self.claimed_epsilon),
+            "seconds": round(self.seconds, 3),
+            "findings": [f.as_dict() for f in self.findings],
+            "seed": self.seed,
+        }
+
+    def summary(self) -> str:
+        """A human-readable report."""
+        lines = [
+            f"target      {self.target}",
+            f"reference   {self.reference}",
+            f"horizon     T={self.horizon}, {self.runs:,} runs, false-alarm rate {self.alpha:g}",
+        ]
+        for c in self.checks:
+            status = {True: "pass", False: "FAIL", None: "n/a "}[c.passed]
+            extra = ""
+            if c.interval is not None:
+                extra = f" [{c.interval[0]:.5g}, {c.interval[1]:.5g}]"
+            elif c.p_value is not None:
+                extra = f" (p = {c.p_value:.3g})"
+            lines.append(f"  {status}  {c.name:<12}{extra}  {c.detail}")
+        if self.noise_scale_ratio is not None:
+            r = self.noise_scale_ratio
+            lines.append(
+                f"scale ratio target/reference = {r['estimate']:.5f} "
+                f"[{r['low']:.5f}, {r['high']:.5f}]"
+            )
+        if self.implied_epsilon is not None:
+            e = self.implied_epsilon
+            lines.append(
+                f"implied ε   {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}] "
+                f"(claimed {self.claimed_epsilon})"
+            )
+        for f in self.findings:
+            lines.append(f"FINDING     {f}")
+        verdict = "conforms" if self.conforms else "DOES NOT CONFORM"
+        lines.append(f"verdict     {verdict} ({self.seconds:.2f} s)")
+        return "\n".join(lines)
+
+
+def crash_horizons(horizon: int) -> list[int]:
+    """1, 2, 3, 4, 5, every power of two up to T, T − 1 and T (all ≤ T)."""
+    hs = {1, 2, 3, 4, 5, horizon - 1, horizon}
+    p = 1
+    while p <= horizon:
+        hs.add(p)
+        p *= 2
+    return sorted(h for h in hs if 1 <= h <= horizon)
+
+
+def _random_stream(T: int, ref: Mechanism, rng: np.random.Generator) -> FloatArray:
+    d = ref.domain
+    lo, hi = float(d.lower), float(d.upper)
+    if d.integer:
+        return rng.integers(int(lo), int(hi) + 1, T).astype(np.float64)
+    return rng.uniform(lo, hi, T)
+
+
+# ------------------------------------------------------------------ recovery
+@dataclass(frozen=True, eq=False)
+class _Recovery:
+    """Exact node recovery ``z = R_used⁻¹ y − (Ax)_used`` for an invertible plan."""
+
+    nodes: IntArray
+    """Used nodes, in release order (the solve order)."""
+    Ru: sp.csr_matrix
+    """R restricted to those nodes (T × T)."""
+    triangular: bool
+    """Lower triangular with nonzero diagonal (sparse triangular solve)."""
+
+    def noise(self, Y: FloatArray, node_values: FloatArray) -> FloatArray:
+        """Recovered node noise, shape (runs, T)."""
+        if self.triangular:
+            V = spla.spsolve_triangular(self.Ru, Y.T, lower=True)
+        else:
+            V = np.linalg.solve(self.Ru.toarray(), Y.T)
+        out: FloatArray = np.asarray(V).T - node_values[self.nodes]
+        return out
+
+
+def _recovery(plan: LinearPlan) -> _Recovery | None:
+    used = used_nodes(plan)
+    T = plan.horizon
+    if used.size != T:
+        return None
+    order = used[np.argsort(plan.hi[used], kind="stable")]
+    Ru = sp.csr_matrix(plan.R()[:, order])
+    upper = sp.triu(Ru, k=1)
+    upper.eliminate_zeros()
+    diag = Ru.diagonal()
+    if upper.nnz == 0 and np.all(diag != 0):
+        return _Recovery(order, Ru, True)
+    if T <= 2048:
+        dense = Ru.toarray()
+        if np.linalg.matrix_rank(dense) == T:
+            return _Recovery(order, Ru, False)
+    return None
+
+
+def _levels(plan: LinearPlan, nodes: IntArray) -> tuple[IntArray, list[str]]:
+    """Group nodes by (scale, ⌊log₂ length⌋): a group index per node and labels."""
+    length = plan.hi[nodes] - plan.lo[nodes] + 1
+    lvl = np.floor(np.log2(length)).astype(np.int64)
+    key = plan.scale_idx[nodes] * 64 + lvl
+    uniq, inv = np.unique(key, return_inverse=True)
+    labels = []
+    for k in uniq.tolist():
+        s, lv = divmod(int(k), 64)
+        b = plan.scale_table[s]
+        size = f"length {1 << lv}" if lv == 0 else f"length {1 << lv}–{(1 << (lv + 1)) - 1}"
+        labels.append(f"nodes of {size}, scale {b}")
+    return np.asarray(inv, dtype=np.int64).ravel(), labels
+
+
+def _implied_epsilon(
+    plan: LinearPlan, nodes: IntArray, group: IntArray, ratios: FloatArray
+) -> float:
+    """``max_i Σ_n |a_{n,i}|Δ/(ρ_{g(n)} b_n)`` over the used nodes (float estimate)."""
+    per_node = np.array([float(e) for e in plan.per_node_epsilon()], dtype=np.float64)
+    eps_n = np.zeros(plan.n_nodes)
+    with np.errstate(divide="ignore"):
+        eps_n[nodes] = per_node[nodes] / ratios[group]
+    A = abs(plan.A())
+    sums = np.asarray(A.T @ eps_n, dtype=np.float64)
+    return float(sums.max())
+
+
+# --------------------------------------------------------------------- main
+def conform(
+    target: Any,
+    reference: Mechanism,
+    *,
+    horizon: Any,
+    runs: Any = 2000,
+    alpha: Any = 0.01,
+    seed: Any = None,
+    stream: Any = None,
+    timeout: float | None = 60.0,
+    progress: bool = False,
+) -> ConformReport:
+    """Check that ``target`` behaves like ``reference`` at horizon T (see module doc).
+
+    Parameters
+    ----------
+    target
+        A :class:`~dpref.mechanisms.Mechanism`, a callable ``f(stream, rng)`` or a
+        ``"module:function"`` / ``"file.py:function"`` spec.
+    reference
+        The mechanism the target claims to be (its parameters included).
+    horizon
+        T.
+    runs
+        Independent runs of the target on the test stream.
+    alpha
+        Overall false-alarm rate (probability that a conforming target is flagged).
+    seed
+        Makes the run reproducible.
+    stream
+        The test stream (default: a random stream of the reference's domain).
+    timeout
+        Longest a single target call may run (seconds).
+    progress
+        tqdm progress bar on stderr for long runs.
+    """
+    start = time.perf_counter()
+    if not isinstance(reference, Mechanism):
+        raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
+    tgt = as_target(target, timeout=timeout)
+    T = check_positive_int("horizon", horizon)
+    n = check_positive_int("runs", runs)
+    if n < 20:
+        raise ParameterError(f"runs={n}: must be >= 20")
+    a = float(alpha)
+    if isinstance(alpha, bool) or not 0 < a < 1:
+        raise ParameterError(f"alpha={fmt(alpha)}: must be in (0, 1)")
+    if reference.horizon is not None and reference.horizon < T:
+        raise ParameterError(f"horizon={T}: exceeds the reference's horizon={reference.horizon}")
+    gen = seeded(seed)
+    if stream is None:
+        x = _random_stream(T, reference, gen)
+    else:
+        x = reference.domain.check_stream("stream", stream)
+        if x.size != T:
+            raise ParameterError(f"stream: length {x.size}, expected horizon={T}")
+    a_stat = a / _N_STAT_CHECKS
+    checks: list[Check] = []
+    bar = Progress(total=n, enabled=progress, unit="runs")
+
+    # ---------------------------------------------------------- crashes
+    crash_fail: list[Finding] = []
+    hs = crash_horizons(T)
+    for h in hs:
+        xs = _random_stream(h, reference, gen)
+        try:
+            tgt.call_once(xs, np.random.default_rng([h, int(gen.integers(2**32))]))
+        except TargetFailure as exc:
+            crash_fail.append(exc.finding)
+    checks.append(
+        Check(
+            "crashes",
+            not crash_fail,
+            None,
+            None,
+            None,
+            0.0,
+            (f"ran at T = {', '.join(map(str, hs))} without error")
+            if not crash_fail
+            else "; ".join(str(f) for f in crash_fail),
+        )
+    )
+
+    # ------------------------------------------------------ main sample
+    Y: FloatArray | None
+    try:
+        Y = tgt.sample(x, n, gen, bar.update)
+    except TargetFailure as exc:
+        Y = None
+        main_failure = exc.finding
+    bar.close()
+
+    # ------------------------------------------------------- causality
+    checks.append(_causality(tgt, x, reference, gen))
+
+    ratio_info: dict[str, float] | None = None
+    implied: dict[str, float] | None = None
+    if Y is None:
+        for name in ("unbiased", "noise-law", "noise-scale", "variance"):
+            checks.append(Check(name, None, None, None, None, a_stat, f"not run: {main_failure}"))
+    else:
+        truth = reference.target(x)
+        checks.append(_unbiased(Y, truth, a_stat))
+        plan = reference.plan(T)
+        rec = _recovery(plan)
+        ref_var = reference.variance(T)
+        if rec is not None and reference.noise == "laplace":
+            law, scale, ratio_info, implied = _noise_checks(Y, x, plan, rec, a_stat, reference)
+            checks += [law, scale]
+        else:
+            why = (
+                "R restricted to its used nodes is not invertible"
+                if rec is None
+                else "the reference uses discrete noise (KS needs a continuous law)"
+            )
+            checks.append(Check("noise-law", None, None, None, None, a_stat, f"not run: {why}"))
+            scale, ratio_info, implied = _variance_scale(Y, ref_var, a_stat, reference)
+            checks.append(scale)
+        checks.append(_variance(Y, ref_var, a_stat))
+
+    findings = list(tgt.findings)
+    conforms = all(c.passed is not False for c in checks) and not [
+        f for f in findings if f.kind != "not-deterministic"
+    ]
+    return ConformReport(
+        target=tgt.name,
+        reference=repr(reference),
+        horizon=T,
+        runs=n,
+        alpha=a,
+        conforms=conforms,
+        checks=checks,
+        noise_scale_ratio=ratio_info,
+        implied_epsilon=implied,
+        claimed_epsilon=reference.declared_epsilon,
+        seconds=time.perf_counter() - start,
+        findings=findings,
+        seed=seed if isinstance(seed, int | type(None)) else repr(seed),
+    )
+
+
+def _reflect(x: FloatArray, ref: Mechanism) -> FloatArray:
+    """Change every item: ``lower + upper − x`` (bits: 1 − x); mid-points move to lower."""
+    lo, hi = float(ref.domain.lower), float(ref.domain.upper)
+    out = lo + hi - x
+    same = out == x
+    out[same] = lo if lo != x[same].max(initial=lo) else hi
+    return out
+
+
+def _causality(tgt: Target, x: FloatArray, ref: Mechanism, gen: np.random.Generator) -> Check:
+    T = x.size
+    if T == 1:
+        return Check("causality", True, None, None, None, 0.0, "T = 1: nothing to replay")
+    seeds = [int(s) for s in gen.integers(0, 2**63 - 1, 2)]
+    cuts = sorted({1, (T + 1) // 2, T - 1})
+    try:
+        for s0 in seeds:
+            y1 = tgt.call_once(x, np.random.default_rng(s0))
+            y2 = tgt.call_once(x, np.random.default_rng(s0))
+            if not np.array_equal(y1, y2, equal_nan=True):
+                t = int(np.flatnonzero(~np.isclose(y1, y2, equal_nan=True))[0]) + 1
+                tgt.record(
+                    Finding(
+                        "not-deterministic",
+                        f"two runs with the same rng seed differ at t={t}: the target "
+                        "draws randomness from somewhere other than its rng",
+                        T,
+                    )
+                )
+                return Check(
+                    "causality",
+                    None,
+                    None,
+                    None,
+                    None,
+                    0.0,
+                    "not testable by replay: the target is not deterministic given its rng "
+                    f"(two runs with the same seed differ at t={t})",
+                )
+            flipped = _reflect(x, ref)
+            for s in cuts:
+                x_alt = x.copy()
+                x_alt[s:] = flipped[s:]
+                y3 = tgt.call_once(x_alt, np.random.default_rng(s0))
+                tol = 1e-9 * (1.0 + np.abs(y1[:s]))
+                bad = np.flatnonzero(~(np.abs(y3[:s] - y1[:s]) <= tol))
+                if bad.size:
+                    t = int(bad[0]) + 1
+                    return Check(
+                        "causality",
+                        False,
+                        float(abs(y3[t - 1] - y1[t - 1])),
+                        None,
+                        None,
+                        0.0,
+                        f"the output at t={t} changed (by {abs(y3[t - 1] - y1[t - 1]):.3g}) "
+                        f"when only items after s={s} changed, with the same rng seed",
+                    )
+    except TargetFailure as exc:
+        return Check("causality", None, None, None, None, 0.0, f"not run: {exc.finding}")
+    return Check(
+        "causality",
+        True,
+        None,
+        None,
+        None,
+        0.0,
+        f"outputs up to s unchanged when items after s = {', '.join(map(str, cuts))} "
+        f"change ({len(seeds)} seeds; deterministic given the rng)",
+    )
+
+
+def _unbiased(Y: FloatArray, truth: FloatArray, a: float) -> Check:
+    N, T = Y.shape
+    err = Y - truth
+    mean = err.mean(axis=0)
+    sd = err.std(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tstat = mean / (sd / math.sqrt(N))
+    tstat = np.where(sd > 0, tstat, np.where(np.abs(mean) > 1e-9, np.inf, 0.0))
+    tstat = np.where(np.isfinite(mean), tstat, np.inf)
+    p = 2 * stats.t.sf(np.abs(tstat), N - 1)
+    k = int(np.argmin(p))
+    p_adj = min(1.0, float(p[k]) * T)
+    passed = p_adj >= a
+    detail = (
+        f"mean error consistent with 0 at all {T} steps (largest |t| = {abs(tstat[k]):.3g} "
+        f"at t={k + 1})"
+        if passed
+        else f"biased at t={k + 1}: mean error {mean[k]:.4g} (t = {tstat[k]:.3g})"
+    )
+    return Check("unbiased", passed, float(abs(tstat[k])), p_adj, None, a, detail)
+
+
+def _noise_checks(
+    Y: FloatArray,
+    x: FloatArray,
+    plan: LinearPlan,
+    rec: _Recovery,
+    a: float,
+    ref: Mechanism,
+) -> tuple[Check, Check, dict[str, float], dict[str, float] | None]:
+    node_values = plan.node_values(x)
+    Z = rec.noise(Y, node_values)
+    b = plan.scales[rec.nodes]
+    U = Z / b
+    flat = U.ravel()
+    finite = np.isfinite(flat)
+    if not finite.all():
+        law = Check("noise-law", False, None, 0.0, None, a, "recovered node noise is not finite")
+    else:
+        ks = stats.kstest(flat, stats.laplace.cdf)
+        passed = bool(ks.pvalue >= a)
+        law = Check(
+            "noise-law",
+            passed,
+            float(ks.statistic),
+            float(ks.pvalue),
+            None,
+            a,
+            (
+                f"recovered node noise / reference scale ~ Lap(1): KS D = {ks.statistic:.3g} "
+                f"over {flat.size:,} values"
+            )
+            + ("" if passed else " — not Laplace(1)"),
+        )
+    group, labels = _levels(plan, rec.nodes)
+    G = len(labels)
+    n_int = 1 + (G if G > 1 else 0)
+    a_each = a / n_int
+    absU = np.abs(np.where(np.isfinite(U), U, 0.0))
+    total = float(absU.sum())
+    count = int(absU.size)
+    est = total / count
+    lo, hi = exponential_scale_interval(total, count, a_each)
+    ratio_info = {"estimate": est, "low": lo, "high": hi}
+    bad: list[str] = []
+    if not lo <= 1.0 <= hi:
+        bad.append(f"overall ratio {est:.5f} [{lo:.5f}, {hi:.5f}]")
+    ratios = np.full(G, est)
+    lows = np.full(G, lo)
+    highs = np.full(G, hi)
+    if G > 1:
+        per_run = absU.sum(axis=0)
+        for g in range(G):
+            cols = group == g
+            tot_g = float(per_run[cols].sum())
+            cnt_g = int(cols.sum()) * Y.shape[0]
+            ratios[g] = tot_g / cnt_g
+            lows[g], highs[g] = exponential_scale_interval(tot_g, cnt_g, a_each)
+            if not lows[g] <= 1.0 <= highs[g]:
+                bad.append(f"{labels[g]}: {ratios[g]:.5f} [{lows[g]:.5f}, {highs[g]:.5f}]")
+    passed = not bad
+    detail = (
+        f"scale ratio target/reference = {est:.5f} [{lo:.5f}, {hi:.5f}]"
+        + (f"; {G} levels each consistent with 1" if G > 1 and passed else "")
+        + ("" if passed else "; off: " + "; ".join(bad[:4]))
+    )
+    scale = Check("noise-scale", passed, est, None, (lo, hi), a, detail)
+    implied = None
+    if bool(np.any(highs < 1.0)):
+        eps = float(ref.declared_epsilon)
+        implied = {
+            "estimate": _implied_epsilon(plan, rec.nodes, group, ratios),
+            "low": _implied_epsilon(plan, rec.nodes, group, np.minimum(highs, 1.0)),
+            "high": _implied_epsilon(plan, rec.nodes, group, np.maximum(lows, 1e-300)),
+            "claimed": eps,
+        }
+    return law, scale, ratio_info, implied
+
+
+def _variance_scale(
+    Y: FloatArray, ref_var: FloatArray, a: float, ref: Mechanism
+) -> tuple[Check, dict[str, float], dict[str, float] | None]:
+    """ρ² from per-step variances: per-run contributions are i.i.d., so a CLT interval."""
+    N = Y.shape[0]
+    ok = ref_var > 0
+    dev = (Y[:, ok] - Y[:, ok].mean(axis=0)) ** 2 / ref_var[ok]
+    v = dev.mean(axis=1) * N / (N - 1)
+    est2 = float(v.mean())
+    se = float(v.std(ddof=1) / math.sqrt(N))
+    zq = float(stats.norm.isf(a / 2))
+    lo2, hi2 = max(est2 - zq * se, 0.0), est2 + zq * se
+    est, lo, hi = math.sqrt(est2), math.sqrt(lo2), math.sqrt(hi2)
+    passed = lo <= 1.0 <= hi
+    detail = (
+        f"scale ratio from per-step variances = {est:.5f} [{lo:.5f}, {hi:.5f}] "
+        "(node noise not recoverable)"
+    )
+    implied = None
+    if hi < 1.0:
+        eps = float(ref.declared_epsilon)
+        implied = {
+            "estimate": eps / est if est > 0 else math.inf,
+            "low": eps / hi,
+            "high": eps / lo if lo > 0 else math.inf,
+            "claimed": eps,
+        }
+    return (
+        Check("noise-scale", passed, est, None, (lo, hi), a, detail),
+        {"estimate": est, "low": lo, "high": hi},
+        implied,
+    )
+
+
+def _variance(Y: FloatArray, ref_var: FloatArray, a: float) -> Check:
+    N, T = Y.shape
+    centred = Y - Y.mean(axis=0)
+    s2 = (centred**2).sum(axis=0) / (N - 1)
+    m4 = (centred**4).mean(axis=0)
+    se = np.sqrt(np.maximum(m4 - s2**2, 0.0) / N)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zs = (s2 - ref_var) / se
+    exact_steps = np.flatnonzero((s2 <= 1e-12 * np.maximum(ref_var, 1e-300)) & (ref_var > 0))
+    zs = np.where(se > 0, zs, np.where(s2 < ref_var, -np.inf, 0.0))
+    p = stats.norm.cdf(zs)
+    k = int(np.argmin(p))
+    p_adj = min(1.0, float(p[k]) * T)
+    if exact_steps.size:
+        t = int(exact_steps[0]) + 1
+        return Check(
+            "variance",
+            False,
+            -math.inf,
+            0.0,
+            None,
+            a,
+            f"the output at t={t} has no noise at all (sample variance 0, reference "
+            f"{ref_var[t - 1]:.4g})"
+            + (f"; {exact_steps.size} such steps" if exact_steps.size > 1 else ""),
+        )
+    passed = p_adj >= a
+    ratio = s2[k] / ref_var[k] if ref_var[k] > 0 else math.inf
+    detail = (
+        f"no step has less variance than the reference (lowest z = {zs[k]:.3g} at t={k + 1})"
+        if passed
+        else f"too little noise at t={k + 1}: variance {s2[k]:.4g} vs reference "
+        f"{ref_var[k]:.4g} (ratio {ratio:.3g})"
+    )
+    return Check("variance", passed, float(zs[k]), p_adj, None, a, detail)

@@ -1,0 +1,431 @@
+"""Candidate events for the privacy-loss audit.
+
+An *event* is a measurable set of outputs ``E ⊆ ℝ^T``; for any event and any
+neighbouring streams ``x, x′`` an ε-DP mechanism satisfies
+``P[M(x) ∈ E] ≤ e^ε P[M(x′) ∈ E]``, so every event whose two probabilities are
+bounded from samples gives a lower bound on ε.  Two families are searched:
+
+* **black-box**: conjunctions of half-lines ``f ≥ a`` / ``f < a`` on *features*
+  ``f`` of the output — the coordinates ``y_t`` and differences ``y_t − y_s``
+  (a difference of two prefix outputs isolates the noise of the nodes between
+  them: for Simple II ``y_t − y_{t−1}`` is one noisy item, for the binary mechanism
+  ``y_t − y_{t − 2^{lsb(t)}}`` is one noisy node).  They are grown greedily on the
+  selection split, each step adding the half-line that most improves a projected
+  lower bound (StatDP searches single half-lines only; DP-Sniper trains a
+  classifier);
+* **plan-aware** (when a linear plan is known, SPEC §0): the log-likelihood ratio of
+  the node noise, thresholded.  The noisy nodes are recovered as ``v = R⁺ y`` (exact
+  when R restricted to its used nodes is invertible, as for every counting
+  mechanism), and for Laplace noise ``ln p_x(v)/p_{x′}(v) = Σ_n (|v_n − μ′_n| −
+  |v_n − μ_n|)/b_n`` with ``μ = Ax``, ``μ′ = Ax′``.  By the Neyman–Pearson lemma
+  the level sets of this ratio are the optimal events; its maximum
+  ``Σ_n |μ_n − μ′_n|/b_n`` is reached with positive probability.
+
+Validity never depends on how an event was found: events are chosen on one split of
+the samples and their probabilities estimated on a fresh split.
+
+References
+----------
+.. [1] Z. Ding, Y. Wang, G. Wang, D. Zhang, D. Kifer. "Detecting Violations of
+   Differential Privacy." CCS 2018 (StatDP).
+.. [2] B. Bichsel, S. Steffen, I. Bogunovic, M. Vechev. "DP-Sniper." IEEE S&P 2021.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from dpref.audit.stats import wilson_log_score
+from dpref.plan import LinearPlan
+
+__all__ = [
+    "Condition",
+    "ConjunctionEvent",
+    "LikelihoodRatioEvent",
+    "PlanRecovery",
+    "best_llr_threshold",
+    "feature_pairs",
+    "greedy_conjunction",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_QUANTILE_LEVELS = np.array(
+    [0.001, 0.004, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
+)
+_LEVELS = np.unique(np.concatenate([_QUANTILE_LEVELS, 1.0 - _QUANTILE_LEVELS]))
+"""Quantile levels of the pooled selection sample used as half-line thresholds."""
+
+
+def feature_pairs(horizon: int) -> IntArray:
+    """Features as index pairs ``(i, j)`` meaning ``y_i − y_j`` (``j = −1``: ``y_i``).
+
+    Up to T = 16: every coordinate and every difference (``T(T+1)/2`` features);
+    beyond: coordinates, consecutive differences and binary-parent differences
+    ``y_t − y_{t − 2^{lsb(t)}}`` (at most ``3T``).
+    """
+    T = horizon
+    pairs: list[tuple[int, int]] = [(i, -1) for i in range(T)]
+    if T <= 16:
+        pairs += [(i, j) for i in range(T) for j in range(i)]
+    else:
+        seen = set()
+        for t in range(2, T + 1):
+            for s in (t - 1, t - (t & -t)):
+                if s >= 1 and (t, s) not in seen:
+                    seen.add((t, s))
+                    pairs.append((t - 1, s - 1))
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def compute_features(Y: FloatArray, pairs: IntArray) -> FloatArray:
+    """The feature matrix (n × F) of outputs ``Y`` (n × T)."""
+    pad = np.concatenate([Y, np.zeros((Y.shape[0], 1))], axis=1)
+    out: FloatArray = pad[:, pairs[:, 0]] - pad[:, pairs[:, 1]]
+    return out
+
+
+def describe_feature(pair: tuple[int, int]) -> str:
+    """``y[3]`` or ``y[3]−y[2]`` (1-indexed steps)."""
+    i, j = pair
+    return f"y[{i + 1}]" if j < 0 else f"y[{i + 1}]−y[{j + 1}]"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One half-line: ``feature ≥ threshold`` (``upper=True``) or ``feature < threshold``."""
+
+    i: int
+    """First output index (0-based)."""
+    j: int
+    """Subtracted output index (0-based), −1 for none."""
+    upper: bool
+    """``≥`` when True, ``<`` when False."""
+    threshold: float
+    """The cut point."""
+
+    def holds(self, Y: FloatArray) -> npt.NDArray[np.bool_]:
+        """Indicator on the rows of ``Y``."""
+        f = Y[:, self.i] - (Y[:, self.j] if self.j >= 0 else 0.0)
+        return f >= self.threshold if self.upper else f < self.threshold
+
+    def __str__(self) -> str:
+        op = "≥" if self.upper else "<"
+        return f"{describe_feature((self.i, self.j))} {op} {self.threshold:.6g}"
+
+
+@dataclass(frozen=True)
+class ConjunctionEvent:
+    """A conjunction of half-lines on output features (black-box)."""
+
+    conditions: tuple[Condition, ...]
+    """All must hold."""
+
+    kind = "black-box"
+
+    def indicator(self, Y: FloatArray) -> npt.NDArray[np.bool_]:
+        """Which rows of ``Y`` lie in the event."""
+        mask = np.ones(Y.shape[0], dtype=bool)
+        for c in self.conditions:
+            mask &= c.holds(Y)
+        return mask
+
+    def __str__(self) -> str:
+        return " and ".join(str(c) for c in self.conditions) or "always"
+
+
+@dataclass(frozen=True)
+class LikelihoodRatioEvent:
+    """``{ llr(y) ≥ τ }`` (``upper``) or ``{ llr(y) ≤ τ }`` for a plan's node-noise LLR."""
+
+    recovery: PlanRecovery
+    """How to recover the affected nodes and their means under both streams."""
+    threshold: float
+    """τ."""
+    upper: bool
+    """Direction."""
+
+    kind = "plan-aware"
+
+    def indicator(self, Y: FloatArray) -> npt.NDArray[np.bool_]:
+        """Which rows of ``Y`` lie in the event."""
+        llr = self.recovery.llr(Y)
+        return llr >= self.threshold if self.upper else llr <= self.threshold
+
+    def __str__(self) -> str:
+        op = "≥" if self.upper else "≤"
+        r = self.recovery
+        return (
+            f"log-likelihood ratio of the node noise of {r.describe_nodes()} under "
+            f"{r.plan_name} {op} {self.threshold:.6g} (range ±{r.max_llr:.6g}"
+            f"{'' if r.exact else '; nodes recovered by least squares'})"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class PlanRecovery:
+    """Recover the nodes an item touches from outputs, and their Laplace LLR.
+
+    ``W`` (k × T) maps an output vector to the k affected noisy node values
+    (rows of ``R_used⁻¹``, or of the pseudo-inverse when ``R_used`` is not
+    invertible); ``mu``/``mu2`` are those nodes' true values under the two streams
+    and ``scales`` their Laplace scales.
+    """
+
+    plan_name: str
+    """Which plan (repr of the mechanism)."""
+    W: FloatArray
+    """k × T recovery matrix."""
+    mu: FloatArray
+    """Node values ``(Ax)_n`` for the affected nodes."""
+    mu2: FloatArray
+    """Node values ``(Ax′)_n``."""
+    scales: FloatArray
+    """Laplace scales ``b_n``."""
+    intervals: tuple[tuple[int, int], ...]
+    """Node intervals, for the report."""
+    exact: bool
+    """Whether ``R_used`` is invertible (the recovery is exact)."""
+
+    @property
+    def max_llr(self) -> float:
+        """``Σ_n |μ_n − μ′_n| / b_n``: the largest value the LLR takes."""
+        return float(np.sum(np.abs(self.mu - self.mu2) / self.scales))
+
+    def llr(self, Y: FloatArray) -> FloatArray:
+        """``ln p_x(v)/p_{x′}(v)`` per row, as ``Σ clip(s_n(2v_n − μ_n − μ′_n)/b_n, ±|d_n|/b_n)``.
+
+        The clipped form makes the saturated value exactly the same float in every
+        row, so the point mass at the maximum is not split by rounding.
+        """
+        V = Y @ self.W.T
+        d = self.mu - self.mu2
+        cap = np.abs(d) / self.scales
+        s = np.sign(d)
+        terms = np.clip(s * (2 * V - self.mu - self.mu2) / self.scales, -cap, cap)
+        out: FloatArray = terms.sum(axis=1)
+        return out
+
+    def describe_nodes(self) -> str:
+        """``[1,1], [1,2], [1,4]``."""
+        return ", ".join(f"[{lo},{hi}]" for lo, hi in self.intervals)
+
+
+_RECOVERY_LIMIT = 1024
+"""Largest T for which the dense (pseudo-)inverse of R is formed in the audit."""
+
+
+def used_nodes(plan: LinearPlan) -> IntArray:
+    """Nodes with a nonzero column in R (the only ones the outputs depend on)."""
+    Rc = sp.csc_matrix(plan.R())
+    Rc.eliminate_zeros()  # explicit zeros in the exact table do not count
+    nz = np.diff(Rc.indptr) > 0
+    return np.flatnonzero(nz).astype(np.int64)
+
+
+def plan_recovery(
+    plan: LinearPlan, x: FloatArray, x2: FloatArray, inverse: FloatArray | None = None
+) -> PlanRecovery | None:
+    """The recovery of the nodes that differ between ``x`` and ``x2`` (None if none)."""
+    T = plan.horizon
+    if T > _RECOVERY_LIMIT:
+        return None
+    used = used_nodes(plan)
+    A = plan.A().tocsr()[used]
+    mu_all = np.asarray(A @ x, dtype=np.float64)
+    mu2_all = np.asarray(A @ x2, dtype=np.float64)
+    aff = np.flatnonzero(mu_all != mu2_all)
+    if aff.size == 0:
+        return None
+    if inverse is None:
+        inverse, _ = recovery_matrix(plan, used)
+    exact = used.size == T and bool(np.linalg.matrix_rank(plan.R().toarray()[:, used]) == T)
+    nodes = used[aff]
+    return PlanRecovery(
+        plan_name=plan.name,
+        W=np.ascontiguousarray(inverse[aff]),
+        mu=mu_all[aff],
+        mu2=mu2_all[aff],
+        scales=plan.scales[nodes],
+        intervals=tuple((int(plan.lo[n]), int(plan.hi[n])) for n in nodes),
+        exact=exact,
+    )
+
+
+def recovery_matrix(plan: LinearPlan, used: IntArray | None = None) -> tuple[FloatArray, bool]:
+    """``R_used⁻¹`` (or the pseudo-inverse) as a dense matrix, and whether it is exact."""
+    if used is None:
+        used = used_nodes(plan)
+    Ru = plan.R().toarray()[:, used]
+    if Ru.shape[0] == Ru.shape[1]:
+        try:
+            inv = np.linalg.inv(Ru)
+            if np.all(np.isfinite(inv)):
+                return inv, True
+        except np.linalg.LinAlgError:
+            pass
+    return np.linalg.pinv(Ru), False
+
+
+# ------------------------------------------------------------------ selection
+@dataclass(frozen=True)
+class Scored:
+    """A candidate event with its projected score on the selection split."""
+
+    event: ConjunctionEvent | LikelihoodRatioEvent
+    """The event, oriented so that side 1 is the numerator."""
+    score: float
+    """Projected lower bound on ``ln p₁/p₂`` at the test split's size."""
+    ratio: float
+    """Plug-in ``ln p̂₁/p̂₂`` on the selection split (``inf`` if ``p̂₂ = 0``)."""
+
+
+def _edges(f1: FloatArray, f2: FloatArray, rng: np.random.Generator) -> list[FloatArray]:
+    """Per-feature cut points: pooled quantiles (data values) of a subsample."""
+    pooled = np.concatenate([f1, f2])
+    if pooled.shape[0] > 8192:
+        pooled = pooled[rng.choice(pooled.shape[0], 8192, replace=False)]
+    q = np.quantile(pooled, _LEVELS, axis=0, method="inverted_cdf")
+    out = []
+    for k in range(pooled.shape[1]):
+        col = q[:, k]
+        col = col[np.isfinite(col)]
+        out.append(np.unique(col))
+    return out
+
+
+def _bin(f: FloatArray, edges: list[FloatArray]) -> npt.NDArray[np.uint8]:
+    """Bin index per value: ``searchsorted(edges, v, 'right')`` (``v ≥ e_k ⟺ bin > k``)."""
+    out = np.empty(f.shape, dtype=np.uint8)
+    for k, e in enumerate(edges):
+        out[:, k] = np.searchsorted(e, f[:, k], side="right")
+    return out
+
+
+def _hist(B: npt.NDArray[np.uint8], nbins: int) -> IntArray:
+    F = B.shape[1]
+    if B.shape[0] == 0:
+        return np.zeros((F, nbins), dtype=np.int64)
+    flat = B.astype(np.int32) + (np.arange(F, dtype=np.int32) * nbins)[None, :]
+    return np.bincount(flat.ravel(), minlength=F * nbins).reshape(F, nbins).astype(np.int64)
+
+
+def greedy_conjunction(
+    F1: FloatArray,
+    F2: FloatArray,
+    pairs: IntArray,
+    z: float,
+    rng: np.random.Generator,
+    max_depth: int = 8,
+) -> Scored | None:
+    """Grow a conjunction of half-lines on one half of the selection split, prune on the other.
+
+    ``F1``/``F2`` are the features of the selection samples under the numerator and
+    denominator streams.  The first half grows the conjunction greedily, each step
+    adding the half-line that maximises the Wilson lower bound on ``ln p₁/p₂`` (at
+    normal quantile ``z``); the second half then picks the prefix of that sequence
+    with the best bound (early stopping against over-fitting thin tails), and that
+    held-out bound is the event's score.
+    """
+    h1, h2 = F1.shape[0] // 2, F2.shape[0] // 2
+    grow = _grow(F1[:h1], F2[:h2], pairs, z, rng, max_depth)
+    if not grow:
+        return None
+    V1, V2 = F1[h1:], F2[h2:]
+    n1, n2 = V1.shape[0], V2.shape[0]
+    m1 = np.ones(n1, dtype=bool)
+    m2 = np.ones(n2, dtype=bool)
+    best, best_d, best_ratio = -math.inf, 0, 0.0
+    for d, (feat, cond) in enumerate(grow, 1):
+        m1 &= _holds_feature(V1[:, feat], cond)
+        m2 &= _holds_feature(V2[:, feat], cond)
+        c1, c2 = float(m1.sum()), float(m2.sum())
+        sc = float(wilson_log_score(np.array([c1]), float(n1), np.array([c2]), float(n2), z)[0])
+        if sc > best:
+            best, best_d = sc, d
+            best_ratio = math.log(c1 / n1) - math.log(c2 / n2) if c2 > 0 else math.inf
+    if best_d == 0:
+        return None
+    return Scored(ConjunctionEvent(tuple(c for _, c in grow[:best_d])), best, best_ratio)
+
+
+def _holds_feature(f: FloatArray, cond: Condition) -> npt.NDArray[np.bool_]:
+    return f >= cond.threshold if cond.upper else f < cond.threshold
+
+
+def _grow(
+    F1: FloatArray,
+    F2: FloatArray,
+    pairs: IntArray,
+    z: float,
+    rng: np.random.Generator,
+    max_depth: int,
+) -> list[tuple[int, Condition]]:
+    n1, n2 = F1.shape[0], F2.shape[0]
+    edges = _edges(F1, F2, rng)
+    nb = max(len(e) for e in edges) + 1
+    B1, B2 = _bin(F1, edges), _bin(F2, edges)
+    ne = np.array([len(e) for e in edges])
+    valid = np.arange(1, nb)[None, :] <= ne[:, None]  # cut k = edges[k-1] exists
+    m1 = np.ones(n1, dtype=bool)
+    m2 = np.ones(n2, dtype=bool)
+    out: list[tuple[int, Condition]] = []
+    best = -math.inf
+    for _ in range(max_depth):
+        H1 = _hist(B1[m1], nb)
+        H2 = _hist(B2[m2], nb)
+        G1 = np.cumsum(H1[:, ::-1], axis=1)[:, ::-1][:, 1:]  # count with bin ≥ k (k ≥ 1)
+        G2 = np.cumsum(H2[:, ::-1], axis=1)[:, ::-1][:, 1:]
+        L1 = int(m1.sum()) - G1
+        L2 = int(m2.sum()) - G2
+        c1 = np.stack([G1, L1]).astype(np.float64)
+        c2 = np.stack([G2, L2]).astype(np.float64)
+        score = wilson_log_score(c1, float(n1), c2, float(n2), z)
+        score[:, ~valid] = -np.inf
+        flat = int(np.argmax(score))
+        top = float(score.flat[flat])
+        if not top > best + 1e-9:
+            break
+        side, feat, cut = (int(v) for v in np.unravel_index(flat, score.shape))
+        best = top
+        cond = Condition(
+            int(pairs[feat, 0]), int(pairs[feat, 1]), side == 0, float(edges[feat][cut])
+        )
+        out.append((feat, cond))
+        ge1 = B1[:, feat] > cut
+        ge2 = B2[:, feat] > cut
+        if side == 0:
+            m1 &= ge1
+            m2 &= ge2
+        else:
+            m1 &= ~ge1
+            m2 &= ~ge2
+    return out
+
+
+def best_llr_threshold(
+    recovery: PlanRecovery, Y1: FloatArray, Y2: FloatArray, z: float
+) -> Scored | None:
+    """The best ``{llr ≥ τ}`` event (side 1 = the stream the LLR favours)."""
+    L1, L2 = recovery.llr(Y1), recovery.llr(Y2)
+    pooled = np.concatenate([L1, L2])
+    uniq = np.unique(pooled)
+    if uniq.size > 256:
+        uniq = np.unique(np.quantile(pooled, np.linspace(0.5, 0.9995, 200), method="inverted_cdf"))
+    s1, s2 = np.sort(L1), np.sort(L2)
+    c1 = (L1.size - np.searchsorted(s1, uniq, side="left")).astype(np.float64)
+    c2 = (L2.size - np.searchsorted(s2, uniq, side="left")).astype(np.float64)
+    n1, n2 = L1.size, L2.size
+    score = wilson_log_score(c1, float(n1), c2, float(n2), z)
+    k = int(np.argmax(score))
+    if not np.isfinite(score[k]):
+        return None
+    ratio = math.log(c1[k] / n1) - math.log(c2[k] / n2) if c2[k] > 0 else math.inf
+    event = LikelihoodRatioEvent(recovery, float(uniq[k]), True)
+    return Scored(event, float(score[k]), ratio)
