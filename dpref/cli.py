@@ -27,6 +27,7 @@ __all__ = ["main"]
 PLUGINS: list[str] = [
     "proofs.cli",
     "dpref.cli_sensitivity",
+    "dpref.audit.cli",
 ]
 """Modules that add subcommands: each has ``add_parser(subparsers)`` and ``run(args) -> int``."""
 
