@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -178,11 +179,21 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         f"{'proven sum':>10}  status  seconds"
     )
 
+    def short(value: str) -> str:
+        """Long exact fractions are shown as ≈ a float (JSON keeps them exact)."""
+        if len(value) <= 10 or "/" not in value:
+            return value
+        try:
+            return f"≈{float(Fraction(value)):.6g}"
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return value[:9] + "…"
+
     def show(row: VerifyRow) -> None:
         if not args.json:
             print(
-                f"{row.suite:<11} {row.mechanism:<26} {row.checks:>7} {row.declared_epsilon:>10} "
-                f"{row.proven_sum:>10}  {row.status:<6} {row.seconds:>8.2f}",
+                f"{row.suite:<11} {row.mechanism:<26} {row.checks:>7} "
+                f"{short(row.declared_epsilon):>10} {short(row.proven_sum):>10}  "
+                f"{row.status:<6} {row.seconds:>8.2f}",
                 flush=True,
             )
             if row.failed:
