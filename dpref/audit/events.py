@@ -50,7 +50,7 @@ __all__ = [
     "PlanRecovery",
     "best_llr_threshold",
     "feature_pairs",
-    "greedy_conjunction",
+    "greedy_conjunctions",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -316,28 +316,43 @@ def _hist(B: npt.NDArray[np.uint8], nbins: int) -> IntArray:
     return np.bincount(flat.ravel(), minlength=F * nbins).reshape(F, nbins).astype(np.int64)
 
 
-def greedy_conjunction(
+def greedy_conjunctions(
     F1: FloatArray,
     F2: FloatArray,
     pairs: IntArray,
     z: float,
     rng: np.random.Generator,
     max_depth: int = 8,
-) -> Scored | None:
-    """Grow a conjunction of half-lines on one half of the selection split, prune on the other.
+) -> list[tuple[bool, Scored]]:
+    """Best conjunction of half-lines in each orientation of a pair of streams.
 
-    ``F1``/``F2`` are the features of the selection samples under the numerator and
-    denominator streams.  The first half grows the conjunction greedily, each step
-    adding the half-line that maximises the Wilson lower bound on ``ln p₁/p₂`` (at
-    normal quantile ``z``); the second half then picks the prefix of that sequence
-    with the best bound (early stopping against over-fitting thin tails), and that
-    held-out bound is the event's score.
+    ``F1``/``F2`` are the features of the selection samples of the two streams.  The
+    first half of each grows a conjunction greedily, each step adding the half-line
+    that maximises the Wilson lower bound on ``ln p_num/p_den`` (normal quantile
+    ``z``); the second half then picks the prefix of that sequence with the best
+    bound (early stopping against over-fitting thin tails), and that held-out bound
+    is the event's score.  Returns ``(first_is_numerator, scored)`` for each
+    orientation that found an event.
     """
     h1, h2 = F1.shape[0] // 2, F2.shape[0] // 2
-    grow = _grow(F1[:h1], F2[:h2], pairs, z, rng, max_depth)
+    edges = _edges(F1[:h1], F2[:h2], rng)
+    B1, B2 = _bin(F1[:h1], edges), _bin(F2[:h2], edges)
+    out = []
+    for first_is_num in (True, False):
+        BA, BB = (B1, B2) if first_is_num else (B2, B1)
+        VA, VB = (F1[h1:], F2[h2:]) if first_is_num else (F2[h2:], F1[h1:])
+        grow = _grow(BA, BB, edges, pairs, z, max_depth)
+        scored = _prune(grow, VA, VB, z)
+        if scored is not None:
+            out.append((first_is_num, scored))
+    return out
+
+
+def _prune(
+    grow: list[tuple[int, Condition]], V1: FloatArray, V2: FloatArray, z: float
+) -> Scored | None:
     if not grow:
         return None
-    V1, V2 = F1[h1:], F2[h2:]
     n1, n2 = V1.shape[0], V2.shape[0]
     m1 = np.ones(n1, dtype=bool)
     m2 = np.ones(n2, dtype=bool)
@@ -360,17 +375,15 @@ def _holds_feature(f: FloatArray, cond: Condition) -> npt.NDArray[np.bool_]:
 
 
 def _grow(
-    F1: FloatArray,
-    F2: FloatArray,
+    B1: npt.NDArray[np.uint8],
+    B2: npt.NDArray[np.uint8],
+    edges: list[FloatArray],
     pairs: IntArray,
     z: float,
-    rng: np.random.Generator,
     max_depth: int,
 ) -> list[tuple[int, Condition]]:
-    n1, n2 = F1.shape[0], F2.shape[0]
-    edges = _edges(F1, F2, rng)
+    n1, n2 = B1.shape[0], B2.shape[0]
     nb = max(len(e) for e in edges) + 1
-    B1, B2 = _bin(F1, edges), _bin(F2, edges)
     ne = np.array([len(e) for e in edges])
     valid = np.arange(1, nb)[None, :] <= ne[:, None]  # cut k = edges[k-1] exists
     m1 = np.ones(n1, dtype=bool)

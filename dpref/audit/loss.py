@@ -50,7 +50,7 @@ from dpref.audit.events import (
     best_llr_threshold,
     compute_features,
     feature_pairs,
-    greedy_conjunction,
+    greedy_conjunctions,
     plan_recovery,
     recovery_matrix,
     used_nodes,
@@ -70,6 +70,8 @@ FloatArray = npt.NDArray[np.float64]
 
 _FEATURE_BUDGET = 24_000_000
 """Cap on selection samples × features per stream (memory of the selection step)."""
+_MAX_SELECTION = 50_000
+"""Cap on selection samples per stream: enough to rank events; the rest go to the test."""
 _TEST_CHUNK = 1 << 16
 
 
@@ -450,7 +452,7 @@ def audit(
     use_bb = events != "plan"
 
     fpairs = feature_pairs(T)
-    n_sel = max(100, round(n_total * float(selection_fraction)))
+    n_sel = max(100, min(_MAX_SELECTION, round(n_total * float(selection_fraction))))
     n_sel = min(n_sel, max(100, _FEATURE_BUDGET // max(1, fpairs.shape[0])))
     n_test = n_total - n_sel
     if n_test < 100:
@@ -474,30 +476,32 @@ def audit(
         except TargetFailure:
             continue
     candidates: list[_Candidate] = []
+    features: dict[bytes, FloatArray] = {}
     for k, p in enumerate(pair_list):
         kx, kx2 = _stream_key(p.x), _stream_key(p.x_prime)
         if kx not in selection or kx2 not in selection:
             continue
         Y1, Y2 = selection[kx], selection[kx2]
-        F1 = compute_features(Y1, fpairs) if use_bb else None
-        F2 = compute_features(Y2, fpairs) if use_bb else None
-        x = np.asarray(p.x)
-        x2 = np.asarray(p.x_prime)
-        for numerator_is_x in (True, False):
-            A_, B_ = (Y1, Y2) if numerator_is_x else (Y2, Y1)
-            if use_bb:
-                assert F1 is not None and F2 is not None
-                FA, FB = (F1, F2) if numerator_is_x else (F2, F1)
-                bb = greedy_conjunction(FA, FB, fpairs, z, gen)
-                if bb is not None:
-                    candidates.append(_Candidate(k, numerator_is_x, bb))
-            if plan is not None:
+        if use_bb:
+            for key in (kx, kx2):
+                if key not in features:
+                    features[key] = compute_features(selection[key], fpairs)
+            for numerator_is_x, bb in greedy_conjunctions(
+                features[kx], features[kx2], fpairs, z, gen
+            ):
+                candidates.append(_Candidate(k, numerator_is_x, bb))
+        if plan is not None:
+            x = np.asarray(p.x)
+            x2 = np.asarray(p.x_prime)
+            for numerator_is_x in (True, False):
+                A_, B_ = (Y1, Y2) if numerator_is_x else (Y2, Y1)
                 num, den = (x, x2) if numerator_is_x else (x2, x)
                 rec = plan_recovery(plan, num, den, inverse)
                 if rec is not None:
                     pl = best_llr_threshold(rec, A_, B_, z)
                     if pl is not None:
                         candidates.append(_Candidate(k, numerator_is_x, pl))
+    del features
     del selection
 
     chosen: NeighbourPair | None = None
