@@ -244,7 +244,8 @@ class _Problem:
         return out + ([(self.n, self.n + self.k)] if self.can_add else [])
 
 
-def _check_values(values: Any) -> list[Fraction]:
+def _check_values(values: Any) -> list[int | Fraction]:
+    """The universe's values, exactly: plain ints kept as ints (fast), others as Fractions."""
     if isinstance(values, str | bytes) or isinstance(values, Mapping):
         raise DprefTypeError(f"values={fmt(values)}: must be a 1-D sequence of numbers")
     if isinstance(values, np.ndarray):
@@ -260,8 +261,11 @@ def _check_values(values: Any) -> list[Fraction]:
             ) from None
     if not items:
         raise ParameterError("values=[]: the universe must not be empty")
-    out = []
+    out: list[int | Fraction] = []
     for i, v in enumerate(items):
+        if type(v) is int:  # the common case; bools are not ``int`` by type
+            out.append(v)
+            continue
         if isinstance(v, str | bytes) or not isinstance(v, numbers.Real):
             raise DprefTypeError(f"values[{i}]={fmt(v)}: must be a real number")
         out.append(check_fraction(f"values[{i}]", v))
@@ -307,8 +311,8 @@ def _validate(
             f"hamming={k}: unbounded_side='add' needs size + hamming <= |values|="
             f"{len(fracs)}, got size={n}"
         )
-    counts: dict[Fraction, int] = {}
-    for v in fracs:
+    counts: dict[int | Fraction, int] = {}
+    for v in fracs:  # equal ints and Fractions hash and compare equal
         counts[v] = counts.get(v, 0) + 1
     distinct = sorted(counts)
     scale = math.lcm(*(v.denominator for v in distinct))
@@ -455,86 +459,92 @@ def _fast_closed_form(prob: _Problem) -> Fraction:
 
 
 def _people(prob: _Problem, limit: int) -> list[int]:
+    """The sorted records a dataset may use (a range value repeated ``limit`` times)."""
     caps = _caps_for(prob, limit)
     return [v for v, c in zip(prob.vals, caps, strict=True) for _ in range(c)]
 
 
-def _best_pair_linear(
-    people: Sequence[int],
-    size_d: int,
-    size_e: int,
-    w_d: Mapping[int, int],
-    w_e: Mapping[int, int],
-    max_d_only: int,
-    max_e_only: int,
-) -> int | None:
-    """Max of ``Σ w_d[c]·d_c − Σ w_e[c]·e_c`` over datasets D, E drawn from ``people``.
+def _best_split(people: Sequence[int], size: int, weights: Mapping[int, int]) -> int:
+    r"""Max of ``Σ_c W_c m_c`` over the prefix + suffix subsequences ``m`` of ``people``.
 
-    ``d_c`` is the c-th smallest record of D.  Every person is in neither, both, D only or
-    E only; ``|D| = size_d``, ``|E| = size_e``, at most ``max_d_only`` in D only and
-    ``max_e_only`` in E only.  Because ``people`` is sorted, every pair of datasets is a
-    pair of subsequences and the c-th chosen record is the c-th smallest: a DP over
-    ``(both, d_only, e_only)`` is exact.  Returns None when no pair exists.
+    ``m`` has ``size`` records: the ``j`` smallest and the ``size − j`` largest people,
+    ``0 ≤ j ≤ size``.  ``weights`` maps sorted positions of ``m`` to integer weights.
+
+    Lemma (why these ``size + 1`` candidates suffice).  Suppose ``Σ W = 0`` and the tail
+    sums ``T_c = Σ_{c' ≥ c} W_{c'}`` (``1 ≤ c < size``) are ``≥ 0`` and unimodal with a
+    maximum at ``c*``.  Then ``Σ W_c m_c = Σ_c T_c (m_c − m_{c−1})`` and each gap
+    ``m_c − m_{c−1}`` is a sum of gaps ``δ_t = u_t − u_{t−1}`` of the sorted people ``u``.
+    In any ``m``, gap ``δ_t`` is counted by at most one ``c(t)``, with
+    ``t − (N − size) ≤ c(t) ≤ t``.  In the split ``j = c*``, ``δ_t`` is counted with
+    ``T_t`` (``t < c*``), ``T_{c*}`` (middle) or ``T_{t − (N − size)}`` (top); by
+    unimodality each of these is ``≥ T_{c(t)}``, and ``T ≥ 0`` covers gaps ``m`` skips.
+    Since ``δ_t ≥ 0`` the split is at least as good.  Callers pass weights with this
+    property (see :func:`_fast_percentile`).
     """
-    states: dict[tuple[int, int, int], int] = {(0, 0, 0): 0}
-    total = len(people)
-    for idx, u in enumerate(people):
-        remaining = total - idx - 1
-        new = dict(states)
-        for (b, do, eo), val in states.items():
-            cd, ce = b + do, b + eo
-            gain_d = w_d.get(cd, 0) * u if cd < size_d else None
-            gain_e = w_e.get(ce, 0) * u if ce < size_e else None
-            cands: list[tuple[tuple[int, int, int], int]] = []
-            if gain_d is not None and gain_e is not None:
-                cands.append(((b + 1, do, eo), val + gain_d - gain_e))
-            if gain_d is not None and do < max_d_only:
-                cands.append(((b, do + 1, eo), val + gain_d))
-            if gain_e is not None and eo < max_e_only:
-                cands.append(((b, do, eo + 1), val - gain_e))
-            for key, cand in cands:
-                nb, ndo, neo = key
-                if max(size_d - nb - ndo, size_e - nb - neo) > remaining:
-                    continue
-                old = new.get(key)
-                if old is None or cand > old:
-                    new[key] = cand
-        states = new
-    finals = [v for (b, do, eo), v in states.items() if b + do == size_d and b + eo == size_e]
-    return max(finals) if finals else None
+    n_people = len(people)
+    shift = n_people - size
+    best: int | None = None
+    for j in range(size + 1):
+        total = 0
+        for c, w in weights.items():
+            total += w * people[c if c < j else c + shift]
+        if best is None or total > best:
+            best = total
+    assert best is not None
+    return best
 
 
 def _fast_percentile(prob: _Problem, budget: int) -> Fraction:
+    r"""Percentiles (and the median) via prefix + suffix candidates (exact).
+
+    A numpy ``linear`` percentile of ``r`` sorted values puts weight ``1 − f`` on position
+    ``⌊h⌋`` and ``f`` on ``⌊h⌋ + 1``, ``h = (r − 1)p/100``.  Write ``w^r`` for these
+    weights; the chance that this two-point distribution is ``≥ c`` is
+    ``|[c − 1, c] ∩ (−∞, h]|``.
+
+    *Unbounded.*  Every pair is ``S ⊂ L``, ``|L| = ℓ``, ``|S| = s = ℓ − k`` (removal:
+    ``L`` is the release; addition: ``S`` is), and every ``ℓ``-subset of the people is
+    some ``L``.  For a fixed ``L``, ``s_c ≤ l_{c+k}`` and ``s_c ≥ l_c``, so
+    ``q(S) − q(L)`` is largest when ``S`` drops the ``k`` smallest records of ``L`` and
+    ``q(L) − q(S)`` when it drops the ``k`` largest: the two directions are
+    ``Σ_c W_c l_c`` with ``W = w^s(· − k) − w^ℓ`` or ``W = w^ℓ − w^s``.
+    *Bounded.*  For ``D, D'`` sharing ``≥ n − k`` records let ``M ⊇ D ∪ D'`` have
+    ``n + j`` records, ``j = min(k, |U| − n)`` (``k`` for a range).  Then
+    ``d_c ≤ m_{c+j}`` and ``d'_c ≥ m_c``, and ``M`` minus its ``j`` smallest / largest is
+    itself a valid pair, so the sensitivity is the max of ``Σ_c (w^n_{c−j} − w^n_c) m_c``
+    over ``M``; by symmetry of ``D ↔ D'`` one sign suffices.
+
+    In each case ``W`` is a later two-point distribution minus an earlier one
+    (``h_s + k − h_ℓ = k(1 − p/100) ≥ 0``, ``h_ℓ − h_s = kp/100 ≥ 0``,
+    ``h_n + j − h_n = j ≥ 0``), so ``T_c = |[c − 1, c] ∩ (x, y]| ≥ 0`` is unimodal and
+    :func:`_best_split` applies: ``O(ℓ)`` candidates instead of a search over datasets.
+    """
     n, k, p = prob.n, prob.k, prob.query.p
-    people = _people(prob, n + k)
+    jobs: list[tuple[int, dict[int, Fraction], dict[int, Fraction]]] = []
     if prob.model == "unbounded":
-        pairs = [(n, n - k, k, 0)] if prob.can_remove else []
-        pairs += [(n, n + k, 0, k)] if prob.can_add else []
+        for small, big in prob.unbounded_sides():
+            ws, wl = _percentile_weights(small, p), _percentile_weights(big, p)
+            jobs.append((big, {c + k: w for c, w in ws.items()}, wl))  # q(S) − q(L)
+            jobs.append((big, wl, ws))  # q(L) − q(S)
     else:
-        pairs = [(n, n, k, k)]
-    work = sum(len(people) * (min(d, e) + 1) * (a + 1) * (b + 1) for d, e, a, b in pairs)
-    _check_budget(2 * work, budget, "order-statistic dynamic programme")
+        j = k if prob.caps is None else min(k, prob.people - n)
+        if j == 0:
+            return Fraction(0)
+        wn = _percentile_weights(n, p)
+        jobs.append((n + j, {c + j: w for c, w in wn.items()}, wn))
+    people = _people(prob, max(size for size, _, _ in jobs))
+    _check_budget(sum(4 * (size + 1) for size, _, _ in jobs), budget, "percentile candidates")
     best = Fraction(0)
-    for size_d, size_e, max_do, max_eo in pairs:
-        wd = _percentile_weights(size_d, p)
-        we = _percentile_weights(size_e, p)
-        den = math.lcm(*(w.denominator for w in (*wd.values(), *we.values())))
-        wd_int = {i: int(w * den) for i, w in wd.items()}
-        we_int = {i: int(w * den) for i, w in we.items()}
-        for sign in (1, -1):
-            got = _best_pair_linear(
-                people,
-                size_d,
-                size_e,
-                {i: sign * w for i, w in wd_int.items()},
-                {i: sign * w for i, w in we_int.items()},
-                max_do,
-                max_eo,
-            )
-            if got is not None:
-                best = max(best, Fraction(got, den * prob.scale))
-            if prob.model == "bounded":
-                break  # symmetric: swapping D and D' gives the other sign
+    for size, plus, minus in jobs:
+        den = math.lcm(*(w.denominator for w in (*plus.values(), *minus.values())))
+        weights: dict[int, int] = {}
+        for c, w in plus.items():
+            weights[c] = weights.get(c, 0) + int(w * den)
+        for c, w in minus.items():
+            weights[c] = weights.get(c, 0) - int(w * den)
+        got = _best_split(people, size, weights)
+        if got > 0:
+            best = max(best, Fraction(got, den * prob.scale))
     return best
 
 
@@ -563,7 +573,7 @@ def _moment_extremes(rest: Sequence[int], k: int, size: int, s1: int, s2: int) -
 
     ``size·var = size·Σy² − (Σy)²`` over ``size``; S has sums ``s1``, ``s2``.  Var is convex
     in each record of X, so a maximiser takes the j smallest and k − j largest records of
-    ``rest``; a minimiser takes the k records nearest the mean, a contiguous window.
+    ``rest``; a minimiser takes a contiguous window (Lemma E2 of :func:`_fast_moment`).
     """
     pre1 = [0, *itertools.accumulate(rest)]
     pre2 = [0, *itertools.accumulate(x * x for x in rest)]
@@ -580,62 +590,213 @@ def _moment_extremes(rest: Sequence[int], k: int, size: int, s1: int, s2: int) -
     return hi, lo
 
 
+def _prefix_sums(xs: Sequence[int]) -> tuple[list[int], list[int]]:
+    p1, p2 = [0], [0]
+    a = b = 0
+    for x in xs:
+        a += x
+        b += x * x
+        p1.append(a)
+        p2.append(b)
+    return p1, p2
+
+
+def _unbounded_pairs(
+    people: Sequence[int], small: int, k: int, down: bool
+) -> Iterator[tuple[int, int]]:
+    """``(s²·var(S), ℓ²·var(L))`` for the structured pairs ``S ⊂ L`` (Lemmas U and D).
+
+    Up (``var L > var S``): ``S`` a block of ``small`` consecutive people, ``L − S`` the
+    ``i`` smallest and ``k − i`` largest of the others.  Down (``down=True``): ``L − S`` a
+    block of ``k`` consecutive people, ``S`` the ``j`` smallest and ``small − j`` largest
+    of the others.  With a block ``[a, e)`` removed, the ``t`` smallest others sum to
+    ``P[t]`` (``t ≤ a``) or ``P[t + e − a] − (P[e] − P[a])``, and the ``t`` largest to
+    ``P[N] − P[N − t]`` (``N − t ≥ e``) or ``P[N] − (P[e] − P[a]) − P[N − t − e + a]``.
+    """
+    p1, p2 = _prefix_sums(people)
+    total, big = len(people), small + k
+    block, other = (k, small) if down else (small, k)
+    t1, t2 = p1[total], p2[total]
+    for a in range(total - block + 1):
+        e = a + block
+        b1, b2 = p1[e] - p1[a], p2[e] - p2[a]
+        low1, low2, high1, high2 = [], [], [], []
+        for t in range(other + 1):
+            if t <= a:
+                low1.append(p1[t])
+                low2.append(p2[t])
+            else:
+                low1.append(p1[t + block] - b1)
+                low2.append(p2[t + block] - b2)
+            if total - t >= e:
+                high1.append(t1 - p1[total - t])
+                high2.append(t2 - p2[total - t])
+            else:
+                high1.append(t1 - b1 - p1[total - t - block])
+                high2.append(t2 - b2 - p2[total - t - block])
+        for i in range(other + 1):
+            o1 = low1[i] + high1[other - i]
+            o2 = low2[i] + high2[other - i]
+            s1, s2 = (o1, o2) if down else (b1, b2)
+            yield small * s2 - s1 * s1, big * (b2 + o2) - (b1 + o1) ** 2
+
+
+def _std_down_needs_search(small: int, big: int) -> bool:
+    """Whether Lemma D's third exchange may fail for ``std`` (``s³(ℓ−1)² > (s−1)²ℓ³``)."""
+    return small >= 2 and small**3 * (big - 1) ** 2 > (small - 1) ** 2 * big**3
+
+
+def _bounded_cores(total: int, core: int, k: int) -> Iterator[tuple[int, int, tuple[int, ...]]]:
+    """Cores ``C``: ``(start, span, holes)``, a block of people minus ``≤ k`` inner holes."""
+    if core == 0:
+        yield 0, 0, ()
+        return
+    for h in range(k + 1):
+        span = core + h
+        if h and span < 3:
+            continue
+        for start in range(total - span + 1):
+            for holes in itertools.combinations(range(start + 1, start + span - 1), h):
+                yield start, span, holes
+
+
+def _moment_work(prob: _Problem) -> int:
+    n, k = prob.n, prob.k
+    if prob.model == "bounded":
+        total = len(_people(prob, n))
+        core = n - k
+        cores = sum(
+            max(0, total - core - h + 1) * (math.comb(max(core + h - 2, 0), h) if core else 1)
+            for h in range(k + 1 if core else 1)
+        )
+        return cores * (total + 2 * k + 2)
+    work = 0
+    for small, big in prob.unbounded_sides():
+        total = len(_people(prob, big))
+        work += (total + 1) * (k + 1) + (total + 1) * (small + 1)
+        if prob.query.kind == "std" and _std_down_needs_search(small, big):
+            caps = _caps_for(prob, big)
+            work += _count_submultisets(caps, small) * (len(prob.vals) * k + k + 2)
+    return work
+
+
 def _fast_moment(prob: _Problem, budget: int) -> Fraction | float:
-    """var and std: enumerate distinct sub-multisets of the smaller side only."""
+    r"""var and std from a polynomial family of structured candidate pairs (exact).
+
+    People are the records sorted by value (a range value repeated often enough:
+    ``ℓ`` copies for unbounded pairs, ``n`` for bounded ones); sets are sets of
+    positions, so ties need no care.  ``SS(T)`` is ``|T|·var(T)``; for one record ``y``
+    of ``T`` with the rest ``R`` fixed, ``SS(T) = SS(R) + (|R|/|T|)(y − mean R)²``.
+
+    *Exchange facts.*  (E1) With the rest fixed, var is a convex quadratic in one record,
+    so replacing a record lying between two candidates by one of them never lowers it.
+    (E2) If a record ``x`` lies strictly between the smallest ``a`` and largest ``b`` of
+    ``T``, replacing ``a`` or ``b`` by ``x`` does not raise var(T): otherwise
+    ``mean(T − a) < (a + x)/2 ≤ (x + b)/2 < mean(T − b)``, but
+    ``mean(T − a) − mean(T − b) = (b − a)/(|T| − 1) ≥ 0``.  Both hold for std too.
+
+    *std reduces to weighted var.*  Let ``(A*, B*)`` maximise ``√A − √B = t* > 0`` over a
+    finite set of pairs.  Every pair lies in ``{A ≤ (t* + √B)²}``, the hypograph of a
+    strictly concave function; the tangent at ``B*`` shows that ``(A*, B*)`` maximises
+    ``A − θB`` with ``θ = √(A*/B*) ≥ 1`` (or any large θ when ``B* = 0``), and that every
+    maximiser of ``A − θB`` also maximises ``√A − √B``.  So a structure lemma proven for
+    ``A − θB`` with the relevant θ (``θ = 1`` is var) transfers to std.
+
+    *Lemma U (unbounded, var(L) − θ·var(S), θ ≥ 1).*  Some maximiser has ``S`` a block of
+    consecutive people and ``X = L − S`` the ``i`` smallest and ``k − i`` largest of the
+    rest.  Take a maximiser minimising (span of S, span of O), O = people outside L.
+    (M1) X inside O's span: E1 on var(L) moves it out, O's span shrinks.  (M3) X inside
+    S's span: E2 on S (L fixed) swaps it with S's min or max, S's span shrinks.  (M2) O
+    inside S's span: as a function of one record ``y`` of S (X fixed) the objective is
+    ``g(ℓ)(y − λ)² − θg(s)(y − ρ)²`` with ``g(z) = (z − 1)/z²``, λ, ρ the means of
+    ``L − y``, ``S − y``.  ``g`` decreases on ``z ≥ 2`` so it is concave when ``s ≥ 2``,
+    and the vertices for ``y = min S`` and ``y = max S`` satisfy
+    ``v_min − v_max ∝ (max − min)(θ/s² − 1/ℓ²) ≥ 0``; as in E2 one of the two
+    replacements by the record in between does not lose.  Hence neither O nor X lies
+    inside S's span, and no X inside O's span.
+    *Lemma D (unbounded, var(S) − θ·var(L)).*  Some maximiser has ``X`` a block of ``k``
+    consecutive people and ``S`` the ``j`` smallest and ``s − j`` largest of the rest.
+    Minimise (span of X, span of O): O inside X's span (E2 on L, S fixed) and S inside X's
+    span (E1 on var(S), L fixed) both shrink X's span; S inside O's span (X fixed): the
+    objective in one record of S is ``g(s)(y − ρ)² − θg(ℓ)(y − λ)²``, convex when
+    ``θ ≤ g(s)/g(ℓ)``, and E1 applies.  θ = 1 for var; for std ``θ = σ(S*)/σ(L*)`` and
+    ``θ² ≤ ℓ/s`` (``SS(S) ≤ SS(L)``), which is enough when ``s³(ℓ − 1)² ≤ (s − 1)²ℓ³``
+    — all ``s ≥ 3`` (``z³/(z − 1)²`` increases for ``z ≥ 3``) and ``s = 2, ℓ ≥ 6``.
+    The remaining std cases (``s = 2``, ``ℓ ≤ 5``) enumerate every ``S`` (pairs) and
+    take the best contiguous X (E2).
+    *Lemma B (bounded, var(C + A) − θ·var(C + B), θ ≥ 1, A, B ⊆ U − C independent).*
+    Some maximiser has ``C`` a block of consecutive people with at most ``k`` inner holes.
+    Minimise the span of C: an O record inside it (the objective in one record of C is
+    ``((n − 1)/n²)[(y − λ_D)² − θ(y − λ_{D'})²]``: linear for θ = 1 with the same slope
+    for every record of C, else concave with ``v_min − v_max = (max − min)/(n − 1) ≥ 0``)
+    or an ``A − B`` record (E2 on ``C + B`` with ``D = C + A`` fixed) can be swapped
+    with C's min or max; an ``A ∩ B`` record swaps with no change to ``D, D'``.  So only
+    records of B (≤ k) lie inside C's span.  For each such C, the best A (E1: j smallest
+    and k − j largest of ``U − C``) and B (E2: a contiguous window) are found exactly.
+
+    Sums are integers (values scaled to integers); var is compared over the common
+    denominator ``s²ℓ²`` (or ``n²``), so the var result is exact.
+    """
     n, k = prob.n, prob.k
     want_std = prob.query.kind == "std"
-    m = len(prob.vals)
-    if prob.model == "unbounded":
-        sides = prob.unbounded_sides()
-    else:
-        sides = [(n - k, n)]
-    work = 0
-    for small, _ in sides:
-        work += _count_submultisets(_caps_for(prob, small), small) * (m * k + k + 2)
-    _check_budget(work, budget, "multiset enumeration")
-    vals = prob.vals
-    best_exact = Fraction(0)
+    _check_budget(_moment_work(prob), budget, "structured var/std candidates")
     best_float = 0.0
-    best_num: dict[int, int] = {}
-    for small, big in sides:
-        caps = _caps_for(prob, max(small, k) + k)
-        for counts in _submultisets(_caps_for(prob, small), small):
-            s1 = sum(c * v for c, v in zip(counts, vals, strict=True))
-            s2 = sum(c * v * v for c, v in zip(counts, vals, strict=True))
-            rest = [
-                v
-                for v, c, cap in zip(vals, counts, caps, strict=True)
-                for _ in range(min(k, cap - c))
-            ]
-            if len(rest) < k:
-                continue
-            hi, lo = _moment_extremes(rest, k, big, s1, s2)
-            if prob.model == "bounded":
-                # D = C + A, D' = C + B with A, B chosen independently from ``rest``.
-                if want_std:
-                    best_float = max(best_float, (math.sqrt(hi) - math.sqrt(lo)) / big)
-                else:
-                    best_exact = max(best_exact, Fraction(hi - lo, big * big))
-                continue
-            own = small * s2 - s1 * s1  # small² · var(S)
-            if want_std:
-                s_small = math.sqrt(own) / small
-                best_float = max(
-                    best_float,
-                    math.sqrt(hi) / big - s_small,
-                    s_small - math.sqrt(lo) / big,
-                )
+    best_exact = Fraction(0)
+    if prob.model == "bounded":
+        people = _people(prob, n)
+        core = n - k
+        hi_lo: list[tuple[int, int]] = []
+        for start, span, holes in _bounded_cores(len(people), core, k):
+            if core:
+                inside = set(holes)
+                kept = [people[i] for i in range(start, start + span) if i not in inside]
+                rest = [*people[:start], *(people[i] for i in holes), *people[start + span :]]
             else:
-                # Integers over the common denominator big² · small² (exact, and fast).
-                a, b = small * small, big * big
-                top = max(hi * a - own * b, own * b - lo * a)
-                if top > best_num.get(small, 0):
-                    best_num[small] = top
+                kept, rest = [], list(people)
+            s1 = sum(kept)
+            s2 = sum(x * x for x in kept)
+            hi_lo.append(_moment_extremes(rest, k, n, s1, s2))
+        if want_std:
+            best_float = max((math.sqrt(hi) - math.sqrt(lo)) / n for hi, lo in hi_lo)
+            return max(best_float, 0.0) / prob.scale
+        top = max(hi - lo for hi, lo in hi_lo)
+        return Fraction(max(top, 0), n * n * prob.scale * prob.scale)
+    for small, big in prob.unbounded_sides():
+        people = _people(prob, big)
+        a2, b2 = small * small, big * big
+        top = 0
+        for own, num in _unbounded_pairs(people, small, k, down=False):
+            if want_std:
+                best_float = max(best_float, math.sqrt(num) / big - math.sqrt(own) / small)
+            else:
+                top = max(top, num * a2 - own * b2)
+        if small >= 2:
+            if want_std and _std_down_needs_search(small, big):
+                vals = prob.vals
+                caps = _caps_for(prob, big)
+                for counts in _submultisets(caps, small):
+                    s1 = sum(c * v for c, v in zip(counts, vals, strict=True))
+                    s2 = sum(c * v * v for c, v in zip(counts, vals, strict=True))
+                    rest = [
+                        v
+                        for v, c, cap in zip(vals, counts, caps, strict=True)
+                        for _ in range(min(k, cap - c))
+                    ]
+                    if len(rest) < k:
+                        continue
+                    _, lo = _moment_extremes(rest, k, big, s1, s2)
+                    own = small * s2 - s1 * s1
+                    best_float = max(best_float, math.sqrt(own) / small - math.sqrt(lo) / big)
+            else:
+                for own, num in _unbounded_pairs(people, small, k, down=True):
+                    if want_std:
+                        best_float = max(best_float, math.sqrt(own) / small - math.sqrt(num) / big)
+                    else:
+                        top = max(top, own * b2 - num * a2)
+        if not want_std:
+            best_exact = max(best_exact, Fraction(top, a2 * b2))
     if want_std:
         return best_float / prob.scale
-    for small, top in best_num.items():
-        big = small + k
-        best_exact = max(best_exact, Fraction(top, small * small * big * big))
     return best_exact / (prob.scale * prob.scale)
 
 
