@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from math import gcd
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -178,15 +179,33 @@ class PlanReport:
 
 
 def _grouped_exact_sums(counts: npt.NDArray[np.int64], weights: list[Fraction]) -> list[Fraction]:
-    """Exact ``Σ_g counts[r, g] · weights[g]`` per row, evaluating each distinct row once."""
+    """Exact ``Σ_g counts[r, g] · weights[g]`` per row.
+
+    The weights are put over their least common denominator D, so the row sums are
+    integer dot products (int64 when no partial sum can overflow, Python ints
+    otherwise), divided by D once per distinct value.
+    """
     if counts.shape[0] == 0:
         return []
-    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
-    vals = [
-        sum((int(c) * w for c, w in zip(row, weights, strict=True) if c), Fraction(0))
-        for row in uniq
-    ]
-    return [vals[int(k)] for k in np.asarray(inverse).ravel()]
+    if not weights:
+        return [Fraction(0)] * counts.shape[0]
+    denom = 1
+    for w in weights:
+        denom = denom * w.denominator // gcd(denom, w.denominator)
+    nums = [int(w * denom) for w in weights]
+    bound = max(abs(v) for v in nums) * int(np.abs(counts).sum(axis=1).max(initial=0))
+    if bound < 2**62:
+        sums: npt.NDArray[Any] = counts @ np.array(nums, dtype=np.int64)
+    else:
+        sums = counts.astype(object) @ np.array(nums, dtype=object)
+    cache: dict[int, Fraction] = {}
+    out = []
+    for v in sums.tolist():
+        value = cache.get(v)
+        if value is None:
+            value = cache[v] = Fraction(int(v), denom)
+        out.append(value)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,8 +341,8 @@ class LinearPlan:
         ``[lo_n, hi_n]``, and row t of Q times ``γ^{i−t}`` is ``Σ coef`` on ``[l, u]``:
         both piecewise constant in i, so they are equal iff every breakpoint delta
         cancels.  With γ = 1 all values are multiples of one common denominator and
-        the deltas are summed in exact int64 arithmetic (vectorised); otherwise in
-        Fractions.
+        the deltas are summed in exact integer arithmetic (vectorised: int64, or
+        Python ints when int64 could overflow); otherwise in Fractions.
         """
         if self.base == 1:
             fast = self._check_unbiased_integer()
@@ -339,11 +358,11 @@ class LinearPlan:
             denom = denom * v.denominator // gcd(denom, v.denominator)
         nums = [int(v * denom) for v in values]
         bound = max((abs(v) for v in nums), default=0) * (2 * (R.nnz + tr.lo.size) + 1)
-        if bound >= 2**62:
-            return None
+        # exact either way: int64 when no partial sum can overflow, else Python ints
+        dtype: type = np.int64 if bound < 2**62 else object
         n_w = len(self.weight_table)
-        rw = np.array(nums[: len(R.table) * n_w], dtype=np.int64)
-        qv = np.array(nums[len(R.table) * n_w :], dtype=np.int64)
+        rw: npt.NDArray[Any] = np.array(nums[: len(R.table) * n_w], dtype=dtype)
+        qv: npt.NDArray[Any] = np.array(nums[len(R.table) * n_w :], dtype=dtype)
         rows = R.row_of_entry()
         nodes = R.indices
         val = rw[R.idx * n_w + self.weight_idx[nodes]]
