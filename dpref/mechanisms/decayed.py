@@ -84,6 +84,9 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 _ONE = (Fraction(1),)
+_NodeArrays = tuple[
+    list["_Instance"], list[IntArray], IntArray, IntArray, IntArray, IntArray, IntArray
+]
 
 # ------------------------------------------------------------ rigorous numbers
 _DPS = 60
@@ -1217,6 +1220,7 @@ class PolynomialSum(_Decayed):
         self._b: list[int] = [0]
         self._instances: list[_Instance] = []
         self._next_j = 0
+        self._arrays_cache: dict[int, _NodeArrays] = {}
         self.series_upper: Fraction = _polynomial_series_upper(self.c, self.beta)
         """A rational upper bound on S."""
 
@@ -1303,6 +1307,16 @@ class PolynomialSum(_Decayed):
         self, horizon: int
     ) -> tuple[list[_Instance], list[IntArray], IntArray, IntArray, IntArray, IntArray, IntArray]:
         """Instances, per-instance global positions, and (lo, hi, weight_idx) canonical."""
+        cached = self._arrays_cache.get(horizon)
+        if cached is not None:
+            return cached
+        out = self._build_node_arrays(horizon)
+        self._arrays_cache = {horizon: out}
+        return out
+
+    def _build_node_arrays(
+        self, horizon: int
+    ) -> tuple[list[_Instance], list[IntArray], IntArray, IntArray, IntArray, IntArray, IntArray]:
         insts = self.instances(horizon)
         los, his, rel, lev, jj = [], [], [], [], []
         for k, inst in enumerate(insts):
@@ -1358,28 +1372,22 @@ class PolynomialSum(_Decayed):
     def target_rows(self, horizon: int) -> TargetRows:
         """Q': row t is ``(1−β)^j`` on items ``[max(1, t − b(j)), t − d_j]`` per instance."""
         insts = self.instances(horizon)
-        indptr = [0]
-        lo_l: list[int] = []
-        hi_l: list[int] = []
-        idx_l: list[int] = []
-        for t in range(1, horizon + 1):
-            for k, inst in enumerate(insts):
-                hi = t - inst.d
-                if hi < 1:
-                    break
-                lo_l.append(max(1, t - inst.hi_lag))
-                hi_l.append(hi)
-                idx_l.append(k)
-            indptr.append(len(lo_l))
-        table = tuple(i.weight for i in insts) or _ONE
-        arr = np.asarray
-        return TargetRows(
-            arr(indptr, np.int64),
-            arr(lo_l, np.int64),
-            arr(hi_l, np.int64),
-            table,
-            arr(idx_l, np.int64),
-        )
+        rows_l, k_l, lo_l, hi_l = [], [], [], []
+        for k, inst in enumerate(insts):
+            t = np.arange(inst.d + 1, horizon + 1, dtype=np.int64)
+            rows_l.append(t)
+            k_l.append(np.full(t.size, k, np.int64))
+            lo_l.append(np.maximum(t - inst.hi_lag, 1))
+            hi_l.append(t - inst.d)
+        if not insts:
+            e = np.zeros(0, np.int64)
+            return TargetRows(np.zeros(horizon + 1, np.int64), e, e, _ONE, e)
+        rows, ks, los, his = (np.concatenate(v) for v in (rows_l, k_l, lo_l, hi_l))
+        order = np.lexsort((ks, rows))
+        indptr = np.zeros(horizon + 1, np.int64)
+        np.cumsum(np.bincount(rows - 1, minlength=horizon), out=indptr[1:])
+        table = tuple(i.weight for i in insts)
+        return TargetRows(indptr, los[order], his[order], table, ks[order])
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``2λ² Σ_{active j} |cover_j(t − d_j)|`` exactly."""
