@@ -53,3 +53,51 @@ junk: st.SearchStrategy[Any] = st.recursive(
     max_leaves=6,
 )
 """Arbitrary junk for constructors and ``release``: only DprefErrors may come out."""
+
+
+# --------------------------------------------------------------------------- global sensitivity
+# Strategies for tests/test_sensitivity.py (SPEC §4): universes small enough for the
+# brute-force oracle to enumerate.
+
+from dpref.sensitivity import NOTEBOOK_QUERIES  # noqa: E402
+
+SENSITIVITY_QUERIES = (*NOTEBOOK_QUERIES, "percentile_0", "percentile_10", "percentile_100")
+"""The notebook's ten queries plus the percentile edge cases."""
+
+
+@st.composite
+def sensitivity_cases(
+    draw: st.DrawFn,
+    *,
+    max_dataset: int = 6,
+    max_range: int = 4,
+    max_size: int = 4,
+    queries: tuple[str, ...] = SENSITIVITY_QUERIES,
+) -> dict[str, Any]:
+    """A universe, release size, Hamming distance (<= 3), model, kind, side and query.
+
+    ``max_dataset`` bounds a dataset universe's records; ``max_range`` and ``max_size`` a
+    range universe's values and release size.
+    """
+    kind = draw(st.sampled_from(["dataset", "range"]))
+    if kind == "dataset":
+        values = draw(st.lists(st.integers(-6, 12), min_size=1, max_size=max_dataset))
+        n = draw(st.integers(1, len(values)))
+    else:
+        values = draw(st.lists(st.integers(-6, 12), min_size=1, max_size=max_range))
+        n = draw(st.integers(1, max_size))
+    k = draw(st.integers(1, min(n, 3)))
+    query = draw(st.sampled_from(queries))
+    model = draw(st.sampled_from(["unbounded", "bounded"]))
+    side = draw(st.sampled_from(["both", "remove", "add"]))
+    if draw(st.booleans()):
+        values = [v / 4 for v in values]  # non-integer (dyadic) values
+    return {
+        "values": values,
+        "size": n,
+        "hamming": k,
+        "query": query,
+        "model": model,
+        "universe": kind,
+        "unbounded_side": side,
+    }

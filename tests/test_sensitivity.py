@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_sensitivity import sensitivity_cases
+from strategies import sensitivity_cases
 
 from dpref.cli_sensitivity import add_parser, run
 from dpref.domains import bounded_integers, bounded_reals
@@ -47,6 +47,93 @@ def test_fast_equals_oracle(case: dict[str, Any]) -> None:
         assert fast == pytest.approx(oracle, rel=1e-12, abs=1e-12)
     else:
         assert fast == oracle
+
+
+# Larger universes for the structured var/std and percentile algorithms (Lemmas U, D, B
+# and the prefix + suffix lemma in dpref/sensitivity.py): more room between blocks.
+_WIDE_QUERIES = ("var", "std", "median", "percentile_10", "percentile_75", "percentile_90")
+
+
+@settings(max_examples=250, deadline=None)
+@given(sensitivity_cases(max_dataset=9, max_range=5, max_size=5, queries=_WIDE_QUERIES))
+def test_fast_equals_oracle_wider_universes(case: dict[str, Any]) -> None:
+    fast, oracle = _both(case)
+    if case["query"] == "std" and isinstance(fast, float) and isinstance(oracle, float):
+        assert fast == pytest.approx(oracle, rel=1e-12, abs=1e-12)
+    else:
+        assert fast == oracle
+
+
+# Each code path of the fast var/std algorithm on a universe with ties, gaps and outliers:
+# unbounded up/down (Lemmas U, D), the std search for s = 2, l <= 5, bounded cores with
+# holes (Lemma B), k = n cores, and a range universe.
+_PATH_UNIVERSE = [0, 1, 1, 2, 5, 9, 10, 10, 20]
+
+
+@pytest.mark.parametrize("query", ["var", "std"])
+@pytest.mark.parametrize(
+    ("size", "hamming", "model", "side", "universe"),
+    [
+        (4, 2, "unbounded", "remove", "dataset"),  # s = 2, l = 4: std searches every S
+        (3, 1, "unbounded", "remove", "dataset"),  # s = 2, l = 3
+        (2, 2, "unbounded", "add", "dataset"),  # s = 2, l = 4 on the add side
+        (5, 2, "unbounded", "both", "dataset"),  # s = 3: Lemma D without search
+        (6, 3, "bounded", "both", "dataset"),  # cores of 3 with up to 3 holes
+        (3, 3, "bounded", "both", "dataset"),  # empty core
+        (3, 2, "unbounded", "add", "range"),
+        (4, 2, "bounded", "both", "range"),
+    ],
+)
+def test_fast_var_std_paths_equal_oracle(
+    query: str, size: int, hamming: int, model: str, side: str, universe: str
+) -> None:
+    values = [0, 1, 9, 20] if universe == "range" else _PATH_UNIVERSE
+    case: dict[str, Any] = {
+        "values": values,
+        "size": size,
+        "hamming": hamming,
+        "query": query,
+        "model": model,
+        "universe": universe,
+        "unbounded_side": side,
+    }
+    fast, oracle = _both(case)
+    assert isinstance(fast, float) and fast > 0
+    assert fast == pytest.approx(oracle, rel=1e-12) if query == "std" else fast == oracle
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # Found by random search: dropping the candidates that take >= 2 records from the
+        # low end of the people (i, j >= 2 in Lemmas U and D) changes these answers.
+        {"values": [2, -5, 6, 9, 12, 3, 9], "size": 6, "hamming": 2, "query": "var"},
+        {
+            "values": [0.5, -1.0, -1.0, -0.25, 2.75, 0.25, 1.25, 2.25, 2.25],
+            "size": 6,
+            "hamming": 2,
+            "query": "std",
+        },
+        {
+            "values": [-1, 8, 9, 7, 2, 4, 11, 6],
+            "size": 4,
+            "hamming": 3,
+            "query": "std",
+            "unbounded_side": "add",
+        },
+    ],
+)
+def test_fast_var_std_needs_every_split(case: dict[str, Any]) -> None:
+    fast, oracle = _both(case)
+    assert fast == pytest.approx(oracle, rel=1e-12) if case["query"] == "std" else fast == oracle
+
+
+def test_std_down_search_cases() -> None:
+    # s³(l−1)² > (s−1)²l³ exactly for s = 2, l in {3, 4, 5}: z³/(z−1)² increases for z >= 3.
+    from dpref.sensitivity import _std_down_needs_search
+
+    found = {(s, l) for s in range(1, 30) for l in range(s + 1, 60) if _std_down_needs_search(s, l)}
+    assert found == {(2, 3), (2, 4), (2, 5)}
 
 
 @settings(max_examples=150, deadline=None)
