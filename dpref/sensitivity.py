@@ -33,15 +33,12 @@ Two implementations agree on every input the tests can enumerate:
 * :func:`oracle_sensitivity` enumerates the definition above literally (index combinations
   of people, or combinations with replacement of range values) and evaluates every query
   exactly with :class:`~fractions.Fraction`;
-* the default fast path uses closed forms for ``count``, ``sum`` and ``mean``; an exact
-  dynamic programme over the sorted universe for the order statistics (a percentile is a
-  linear function of two adjacent order statistics, so the best pair of datasets is a
-  best pair of subsequences of the sorted universe); and, for ``var``/``std``, enumeration
-  of distinct sub-multisets (value → multiplicity) of the smaller dataset only, the
-  other side reduced to ``k + 1`` sorted-extreme candidates (variance is convex in each
-  added record, so a maximiser takes the j smallest and k − j largest remaining records)
-  and the contiguous windows of the remaining sorted records (a minimiser takes the k
-  records closest to the mean).
+* the default fast path uses closed forms for ``count``, ``sum`` and ``mean``, and
+  polynomial families of structured candidates, each proven to contain an optimal pair:
+  for percentiles the ``ℓ + 1`` prefix + suffix subsets of the sorted people
+  (:func:`_fast_percentile`); for ``var``/``std`` a block of consecutive people plus
+  sorted extremes (Lemmas U, D, B of :func:`_fast_moment`; ``std`` reduces to a
+  weighted variance difference by quasi-convexity).  Sums are exact integers.
 
 Every result except ``std`` is an exact rational, rounded up when converted to a float.
 
@@ -690,8 +687,8 @@ def _fast_moment(prob: _Problem, budget: int) -> Fraction | float:
 
     *Exchange facts.*  (E1) With the rest fixed, var is a convex quadratic in one record,
     so replacing a record lying between two candidates by one of them never lowers it.
-    (E2) If a record ``x`` lies strictly between the smallest ``a`` and largest ``b`` of
-    ``T``, replacing ``a`` or ``b`` by ``x`` does not raise var(T): otherwise
+    (E2) If ``a ≤ b`` are records of ``T`` and a candidate ``x`` lies between them,
+    replacing ``a`` or ``b`` by ``x`` does not raise var(T): otherwise
     ``mean(T − a) < (a + x)/2 ≤ (x + b)/2 < mean(T − b)``, but
     ``mean(T − a) − mean(T − b) = (b − a)/(|T| − 1) ≥ 0``.  Both hold for std too.
 
@@ -736,6 +733,13 @@ def _fast_moment(prob: _Problem, budget: int) -> Fraction | float:
 
     Sums are integers (values scaled to integers); var is compared over the common
     denominator ``s²ℓ²`` (or ``n²``), so the var result is exact.
+
+    References
+    ----------
+    .. [1] S. Boyd, L. Vandenberghe, "Convex Optimization", 2004, §3.4 (quasiconvex
+       functions; a supporting line of a convex sublevel set), used for std.
+    .. [2] C. Dwork, A. Roth, "The Algorithmic Foundations of Differential Privacy",
+       2014, Def. 3.1 (ℓ1 sensitivity).
     """
     n, k = prob.n, prob.k
     want_std = prob.query.kind == "std"
