@@ -7,7 +7,16 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["bit_streams", "junk", "node_noise_for", "seeds"]
+from dpref.sensitivity import NOTEBOOK_QUERIES
+
+__all__ = [
+    "SENSITIVITY_QUERIES",
+    "bit_streams",
+    "junk",
+    "node_noise_for",
+    "seeds",
+    "sensitivity_cases",
+]
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -59,7 +68,6 @@ junk: st.SearchStrategy[Any] = st.recursive(
 # Strategies for tests/test_sensitivity.py (SPEC §4): universes small enough for the
 # brute-force oracle to enumerate.
 
-from dpref.sensitivity import NOTEBOOK_QUERIES  # noqa: E402
 
 SENSITIVITY_QUERIES = (*NOTEBOOK_QUERIES, "percentile_0", "percentile_10", "percentile_100")
 """The notebook's ten queries plus the percentile edge cases."""
