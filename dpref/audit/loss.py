@@ -5,7 +5,8 @@ For neighbouring streams ``x, x′`` (equal except at one step) and any event E,
 
 1. builds neighbouring pairs of length T: the given ones, or a standard family —
    flip the first, middle and last item of the all-low, all-high and a random
-   stream (for non-bit domains the flip goes between the domain's extremes);
+   stream (for non-bit domains the flip goes between the domain's extremes), and,
+   when a plan is known, also the item the plan charges most;
 2. draws a *selection* split of outputs on every stream and, for every pair and
    both orientations, chooses candidate events (:mod:`dpref.audit.events`):
    greedy conjunctions of half-lines on output coordinates and their differences,
@@ -119,12 +120,16 @@ def _random_stream(T: int, domain: Domain, rng: np.random.Generator) -> FloatArr
     return rng.uniform(lo, hi, T)
 
 
-def standard_pairs(horizon: int, domain: Domain, rng: np.random.Generator) -> list[NeighbourPair]:
+def standard_pairs(
+    horizon: int, domain: Domain, rng: np.random.Generator, extra_positions: Sequence[int] = ()
+) -> list[NeighbourPair]:
     """Flip the first, middle and last item of the all-low, all-high and a random stream.
 
     "Low" and "high" are the two values that realise the event-level sensitivity
     (:meth:`~dpref.domains.Domain.extremes`); a flip moves an item to the other one
     (for a random stream's item that is neither, to the farther one).
+    ``extra_positions`` (0-based) adds items to flip — the audit adds the item a
+    known plan charges most (``argmax_i Σ_n |a_{n,i}|Δ/b_n``).
     """
     T = horizon
     lo, hi = domain.extremes()
@@ -133,7 +138,7 @@ def standard_pairs(horizon: int, domain: Domain, rng: np.random.Generator) -> li
         (f"all-{_num(hi)}", np.full(T, hi)),
         ("random", _random_stream(T, domain, rng)),
     ]
-    positions = sorted({0, (T - 1) // 2, T - 1})
+    positions = sorted({0, (T - 1) // 2, T - 1, *(int(p) for p in extra_positions)})
     out: list[NeighbourPair] = []
     seen: set[tuple[tuple[float, ...], tuple[float, ...]]] = set()
     for label, base in bases:
@@ -145,7 +150,7 @@ def standard_pairs(horizon: int, domain: Domain, rng: np.random.Generator) -> li
             if key in seen or key[::-1] in seen:
                 continue
             seen.add(key)
-            where = {0: "first", T - 1: "last"}.get(pos, "middle")
+            where = {0: "first", T - 1: "last", (T - 1) // 2: "middle"}.get(pos, "most charged")
             out.append(
                 NeighbourPair(
                     tuple(base.tolist()),
@@ -440,7 +445,13 @@ def audit(
     if not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
     gen = seeded(seed)
-    pair_list = standard_pairs(T, domain, gen) if pairs is None else _check_pairs(pairs, T, domain)
+    extra: list[int] = []
+    if plan_source is not None:
+        sums = plan_source.plan(T).item_privacy_sums()
+        extra.append(max(range(T), key=lambda i: sums[i]))
+    pair_list = (
+        standard_pairs(T, domain, gen, extra) if pairs is None else _check_pairs(pairs, T, domain)
+    )
 
     plan = plan_source.plan(T) if plan_source is not None and events != "blackbox" else None
     inverse = None
