@@ -227,6 +227,7 @@ SUITES: list[str] = [
     "dpref.verify:plan_suite",
     "dpref.verify:agreement_suite",
     "dpref.verify:golden_suite",
+    "dpref.audit.suite:audit_suite",
 ]
 """Suites run by ``dpref verify``, in order, as ``module:function``."""
 
