@@ -180,6 +180,7 @@ BENCHES: list[str] = [
     "dpref.bench:release_many_bench",
     "dpref.bench:online_bench",
     "dpref.bench:sensitivity_bench",
+    "dpref.audit.bench:audit_bench",
 ]
 """Benchmarks run by ``dpref bench``, as ``module:function(quick) -> rows``."""
 
