@@ -596,6 +596,9 @@ def _noise_checks(
     )
     scale = Check("noise-scale", passed, est, None, (lo, hi), a, detail)
     implied = None
+    if bool(np.all((lows <= est) & (est <= highs))):
+        # every level is consistent with one common ratio: use the pooled estimate
+        ratios, lows, highs = np.full(G, est), np.full(G, lo), np.full(G, hi)
     if bool(np.any(highs < 1.0)):
         eps = float(ref.declared_epsilon)
         implied = {
