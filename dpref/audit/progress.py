@@ -2,7 +2,8 @@
 
 tqdm is an optional dependency (``pip install dpref[audit]``); without it there is
 simply no bar.  The bar appears only after about two seconds (``delay=2``), so short
-runs print nothing, and it is never shown with ``--json``.
+runs print nothing, and it is never shown with ``--json`` or when stderr is not a
+terminal (so logs and CI output stay clean).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Progress:
                 unit_scale=True,
                 desc=desc or None,
                 leave=False,
+                disable=None,  # tqdm: no bar when stderr is not a terminal (logs, CI)
             )
 
     def update(self, n: int) -> None:
