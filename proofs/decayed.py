@@ -225,11 +225,20 @@ def _zeta_budget(cls: type[Any]) -> Outcome:
     total = sp.summation(term, (kk, 1, sp.oo))
     check_identity(total, eps, "Σ_{k≥1} ε/(ζ(δ)k^δ)")
     terms = mech.budget_terms(DECAYED, levels=4, sensitivity=Delta, **sym)
-    check_identity(
-        sum(t_.membership * Delta / t_.scale for t_ in terms),
-        sum(eps / (sp.zeta(1 + eta) * x ** (1 + eta)) for x in range(1, 5)),
-        "declared levels 1..4",
-    )
+    for x, term in enumerate(terms[:4], 1):
+        check_identity(
+            term.membership * Delta / term.scale,
+            eps / (sp.zeta(1 + eta) * x ** (1 + eta)),
+            f"declared level {x}",
+        )
+    check_identity(mech.declared_budget(DECAYED, levels=4, sensitivity=Delta, **sym), eps, "")
+    rest = terms[4].membership * Delta / terms[4].scale
+    # ζ(δ) = Σ_{k≤4} k^{−δ} + h with h = Σ_{k>4} k^{−δ} > 0 (a series of positive terms)
+    h = sp.Symbol("h", positive=True)
+    s4 = sum(sp.Integer(x) ** -(1 + eta) for x in range(1, 5))
+    rest_h = rest.subs(sp.zeta(1 + eta), s4 + h)
+    check_identity(rest_h, eps * h / (s4 + h), "rest = ε·Σ_{k>4} k^{−δ}/ζ(δ)")
+    check_sign(rest_h, "positive", "the levels above L keep a positive budget")
     return proven(
         "Σ_{k≥1} ε/(ζ(δ)k^δ) = ε for every δ > 1",
         "δ = 1 + η, η > 0: Σ k^{−δ} = ζ(δ) (sympy); one node per level per item (partition)",
@@ -289,10 +298,13 @@ def _assertion2(limit: int) -> Outcome:
 def _exp_sensitivity(cls: type[Any]) -> Outcome:
     mech = cls(alpha=Fraction(9, 10), epsilon=EPSILON)
     S = sp.Symbol("S", positive=True)
-    terms = mech.budget_terms(DECAYED, levels=6, alpha=alpha, epsilon=eps, sensitivity=Delta, S=S)
+    sym_e = {"levels": 6, "alpha": alpha, "epsilon": eps, "sensitivity": Delta, "S": S}
+    terms = mech.budget_terms(DECAYED, **sym_e)
     s6 = sum(alpha ** (2 ** (x - 1) - 1) for x in range(1, 7))
-    check_identity(sum(t_.membership for t_ in terms), s6, "item 1's weights, levels 1..6")
-    budget = sum(t_.membership * Delta / t_.scale for t_ in terms).subs(S, s6 + tau)
+    check_identity(sum(t_.membership for t_ in terms[:6]), s6, "item 1's weights, levels 1..6")
+    check_identity(terms[6].membership, S - s6, "the levels above 6 get S − S_6")
+    check_identity(mech.declared_budget(DECAYED, **sym_e), eps, "declarations add up to ε")
+    budget = sum(t_.membership * Delta / t_.scale for t_ in terms[:6]).subs(S, s6 + tau)
     check_sign(eps - budget, "positive", "S_L/S < 1 when S = S_L + (positive tail)")
     check_identity(budget.subs(tau, 0), eps, "the sum reaches ε in the limit")
     return proven(
@@ -392,8 +404,9 @@ def _poly_series(cls: type[Any]) -> Outcome:
     S = sp.Symbol("S", positive=True)
     mech = cls(c=2, beta=Fraction(1, 5), epsilon=EPSILON)
     terms = mech.budget_terms(DECAYED, horizon=64, epsilon=eps, sensitivity=Delta, S=S)
-    partial = sum(t_.membership for t_ in terms)
-    budget = sum(t_.membership * Delta / t_.scale for t_ in terms).subs(S, partial + tau)
+    partial = sum(t_.membership for t_ in terms[:-1])
+    check_identity(terms[-1].membership, S - partial, "the other instances get S − S_T")
+    budget = sum(t_.membership * Delta / t_.scale for t_ in terms[:-1]).subs(S, partial + tau)
     check_sign(eps - budget, "positive", "S_T/S < 1")
     rows = []
     for c, beta in (

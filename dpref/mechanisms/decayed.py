@@ -711,14 +711,20 @@ class AllWindowSum(_Decayed):
         """One node at each level ``k = 1..L``, level k of scale ``ζ(δ)k^δΔ/ε``.
 
         ``L`` is ``⌊log₂T⌋ + 1`` for the horizon (symbol ``levels`` overrides it; 64
-        levels when there is no horizon).  The limit ``L → ∞`` is ε.
+        levels when there is no horizon).  A last term ``levels>L`` declares the rest
+        of ε for the levels above L: one node per level, ``Σ_{k>L} ε_k`` in all, which is
+        at most ``ε − Σ_{k≤L} ε_k`` (equal in exact arithmetic; the rational scales
+        actually used only spend less), so the declarations add up to ε.
         """
         delta_s = s.get("sensitivity", self.sensitivity)
         T = s.get("horizon", self.horizon)
         L = s.get("levels", 64 if T is None else int(T).bit_length())
+        eps = s.get("epsilon", self.epsilon)
+        level_eps = [self.level_epsilon(k, ops, **s) for k in range(1, L + 1)]
+        rest = eps - sum(level_eps[1:], level_eps[0])
         return [
-            BudgetTerm(f"level_{k}", 1, delta_s / self.level_epsilon(k, ops, **s))
-            for k in range(1, L + 1)
+            *(BudgetTerm(f"level_{k}", 1, delta_s / e) for k, e in enumerate(level_eps, 1)),
+            BudgetTerm("levels>L", 1, delta_s / rest),
         ]
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
@@ -960,18 +966,23 @@ class ExponentialSum(_Decayed):
         """Level k: item 1's node ``[1, 2^{k−1}]`` has weight ``α^{2^{k−1}−1}`` (the worst).
 
         ``membership`` is the worst item's total weight ``|a_{n,i}|`` in nodes of the
-        level.  Levels ``k = 1..L`` with ``L = ⌊log₂T⌋+1`` (symbol ``levels``; 64 with
-        no horizon).  The scale is ``S·Δ/ε`` with ``S`` given as the symbol ``S`` or
-        the rational scale used.
+        level.  Levels ``k = 1..L`` with ``L = min(⌊log₂T⌋+1, 12)`` (symbol ``levels``;
+        12 with no horizon; higher levels are folded into the last term).  The scale is ``S·Δ/ε`` with ``S`` given as the symbol ``S`` or
+        the rational upper bound used.  A last term ``levels>L`` declares the weight of
+        the levels above L, ``S − S_L(α)`` (≥ ``Σ_{k>L} α^{2^{k−1}−1}``), so the
+        declarations add up to ε.
         """
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         alpha = s.get("alpha", self.alpha)
         T = s.get("horizon", self.horizon)
-        L = s.get("levels", 64 if T is None else int(T).bit_length())
-        scale = s["S"] * delta / eps if "S" in s else self.scale() * eps / self.epsilon
+        L = s.get("levels", 12 if T is None else min(12, int(T).bit_length()))
+        S = s["S"] if "S" in s else self.scale() * self.epsilon / self.sensitivity
+        scale = S * delta / eps
+        weights = [alpha ** (2 ** (k - 1) - 1) for k in range(1, L + 1)]
         return [
-            BudgetTerm(f"level_{k}", alpha ** (2 ** (k - 1) - 1), scale) for k in range(1, L + 1)
+            *(BudgetTerm(f"level_{k}", w, scale) for k, w in enumerate(weights, 1)),
+            BudgetTerm("levels>L", S - sum(weights[1:], weights[0]), scale),
         ]
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
@@ -1272,14 +1283,21 @@ class PolynomialSum(_Decayed):
         ``membership`` is the worst item's total weight in the instance's nodes;
         instances are those in use at the horizon (symbol ``horizon``; all with
         ``b(j) < 2^{20}`` when there is none).  The scale is ``S·Δ/ε`` (symbol ``S``,
-        or the rational scale used).
+        or the rational upper bound used).  A last term ``instances>T`` declares the
+        weight of the other instances, ``S − Σ_{used}`` (≥ the rest of the series), so
+        the declarations add up to ε.
         """
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         T = s.get("horizon", self.horizon)
-        scale = s["S"] * delta / eps if "S" in s else self.scale() * eps / self.epsilon
+        S = s["S"] if "S" in s else self.scale() * self.epsilon / self.sensitivity
+        scale = S * delta / eps
         insts = self.instances(int(T) if T is not None else 1 << 20)
-        return [BudgetTerm(f"instance_{i.j}", i.weight * (i.cap + 1), scale) for i in insts]
+        weights = [i.weight * (i.cap + 1) for i in insts]
+        return [
+            *(BudgetTerm(f"instance_{i.j}", w, scale) for i, w in zip(insts, weights, strict=True)),
+            BudgetTerm("instances>T", S - sum(weights[1:], weights[0]), scale),
+        ]
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
         """Item 1 is in ``[1, 2^b]`` of instance j when ``2^b + d_j ≤ T``: exact sum."""
