@@ -19,14 +19,18 @@ from scipy import stats
 from strategies import bit_streams, junk, node_noise_for, seeds
 
 from dpref import (
+    AllWindowSum,
     Binary,
     DprefError,
+    ExponentialSum,
     HorizonError,
     Hybrid,
     Mechanism,
+    PolynomialSum,
     SimpleI,
     SimpleII,
     TwoLevel,
+    WindowSum,
 )
 
 EPS = Fraction(7, 10)
@@ -299,3 +303,57 @@ class TestHybrid(MechanismContract):
 
     def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
         return Hybrid(epsilon=epsilon)
+
+
+# ------------------------------------------------------------ decayed sums
+class _DecayedContract(MechanismContract):
+    """Decayed sums: unbounded; the target is the decayed sum, not the prefix count."""
+
+    unbounded = True
+
+    def test_release_is_reproducible_and_unbiased_shape(self) -> None:
+        stream = np.ones(20)
+        m = self.make(20)
+        a, b = m.release(stream, rng=5), m.release(stream, rng=5)
+        np.testing.assert_array_equal(a, b)
+        assert a.shape == (20,)
+        np.testing.assert_allclose(m.target(stream), m.plan(20).Q() @ stream, rtol=1e-12)
+
+
+class TestWindowSum(_DecayedContract):
+    def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
+        return WindowSum(window=5, epsilon=epsilon)
+
+
+class TestAllWindowSum(_DecayedContract):
+    def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
+        return AllWindowSum(delta=Fraction(3, 2), window=6, epsilon=epsilon)
+
+
+class TestAllWindowSumPrefix(_DecayedContract):
+    def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
+        return AllWindowSum(delta=2, epsilon=epsilon)
+
+
+class TestExponentialSum(_DecayedContract):
+    def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
+        return ExponentialSum(alpha=Fraction(9, 10), epsilon=epsilon)
+
+
+class TestPolynomialSum(_DecayedContract):
+    def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
+        return PolynomialSum(c=2, beta=Fraction(1, 5), epsilon=epsilon)
+
+    def test_canonical_order(self) -> None:
+        """Sorted by release time ``hi + d_j``, then length, then instance."""
+        m = self.make(50)
+        assert isinstance(m, PolynomialSum)
+        nodes = m.nodes(50)
+        rel = m.release_times(50)
+        assert nodes.weight_idx is not None
+        key = list(
+            zip(
+                rel.tolist(), (nodes.hi - nodes.lo).tolist(), nodes.weight_idx.tolist(), strict=True
+            )
+        )
+        assert key == sorted(key)
