@@ -315,12 +315,29 @@ def _cover_scalar(s: int, window: int | None) -> list[tuple[int, int]]:
     return out
 
 
-def _window_combine(z: FloatArray, horizon: int, window: int | None, off: IntArray) -> FloatArray:
-    """Noise part of the window estimates: sum of the cover's node noise, every t."""
+@lru_cache(maxsize=4)
+def _window_slots(horizon: int, window: int | None, cap: int | None) -> IntArray:
+    """Canonical node index of every cover slot, shape (slots, T); ``n_nodes`` = none."""
+    off = _layout(horizon, cap)
+    n_nodes = int(off[-1])
     t = np.arange(1, horizon + 1, dtype=np.int64)
-    out = np.zeros((*z.shape[:-1], horizon), dtype=np.float64)
+    slots = []
     for b, rows, ends in _cover(t, _window_start0(t, window)):
-        out[..., rows] += z[..., off[ends - 1] + b]
+        idx = np.full(horizon, n_nodes, dtype=np.int64)
+        idx[rows] = off[ends - 1] + b
+        slots.append(idx)
+    out = np.stack(slots) if slots else np.zeros((0, horizon), np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def _window_combine(z: FloatArray, horizon: int, window: int | None, cap: int | None) -> FloatArray:
+    """Noise part of the window estimates: sum of the cover's node noise, every t."""
+    slots = _window_slots(horizon, window, cap)
+    zpad = np.concatenate([z, np.zeros((*z.shape[:-1], 1))], axis=-1)
+    out = np.zeros((*z.shape[:-1], horizon), dtype=np.float64)
+    for idx in slots:
+        out += zpad[..., idx]
     return out
 
 
@@ -593,11 +610,20 @@ class WindowSum(_Decayed):
         return out
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        return _window_combine(noise, horizon, self.window, _layout(horizon, self.cap))
+        return _window_combine(noise, horizon, self.window, self.cap)
 
     def target(self, stream: Any) -> FloatArray:
         """Exact window sums ``Σ_{i=max(1,t−W+1)}^{t} x_i``."""
         return _window_sums(self._stream(stream), self.window)
+
+    def _target_checked(self, x: FloatArray) -> FloatArray:
+        return _window_sums(x, self.window)
+
+    def node_count(self, horizon: int) -> int:
+        return int(_layout(horizon, self.cap)[-1])
+
+    def noise_scales(self, horizon: int) -> FloatArray | float:
+        return ceil_float(self.scale())
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _WindowSumOnline(self, rng, noise)
@@ -791,7 +817,7 @@ class AllWindowSum(_Decayed):
         return np.stack([self._variance_window(t, w) for w in ws], axis=-1)
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        return _window_combine(noise, horizon, self.window, _layout(horizon, None))
+        return _window_combine(noise, horizon, self.window, None)
 
     def target(self, stream: Any) -> FloatArray:
         """Exact sums over the reported window (prefix sums when ``window`` is None)."""
@@ -818,7 +844,7 @@ class AllWindowSum(_Decayed):
             if noise is None
             else self._check_noise(noise, int(off[-1]))
         )
-        cols = [_window_sums(x, w) + _window_combine(z, t, w, off) for w in ws]
+        cols = [_window_sums(x, w) + _window_combine(z, t, w, None) for w in ws]
         return np.stack(cols, axis=-1)
 
     def release_many(
@@ -837,7 +863,7 @@ class AllWindowSum(_Decayed):
             if noise is None
             else self._check_noise(noise, int(off[-1]), runs=n_runs)
         )
-        cols = [_window_sums(x, w) + _window_combine(z, t, w, off) for w in ws]
+        cols = [_window_sums(x, w) + _window_combine(z, t, w, None) for w in ws]
         return np.stack(cols, axis=-1)
 
     def online(self, rng: Any = None, noise: Any = None, windows: Any = None) -> OnlineCounter:
@@ -967,7 +993,8 @@ class ExponentialSum(_Decayed):
 
         ``membership`` is the worst item's total weight ``|a_{n,i}|`` in nodes of the
         level.  Levels ``k = 1..L`` with ``L = min(⌊log₂T⌋+1, 12)`` (symbol ``levels``;
-        12 with no horizon; higher levels are folded into the last term).  The scale is ``S·Δ/ε`` with ``S`` given as the symbol ``S`` or
+        12 with no horizon; higher levels are folded into the last term).  The scale
+        is ``S·Δ/ε`` with ``S`` given as the symbol ``S`` or
         the rational upper bound used.  A last term ``levels>L`` declares the weight of
         the levels above L, ``S − S_L(α)`` (≥ ``Σ_{k>L} α^{2^{k−1}−1}``), so the
         declarations add up to ε.
@@ -1063,9 +1090,17 @@ class ExponentialSum(_Decayed):
 
     def target(self, stream: Any) -> FloatArray:
         """Exact decayed sums ``F(t) = α F(t−1) + x_t`` (float recursion)."""
-        x = self._stream(stream)
+        return self._target_checked(self._stream(stream))
+
+    def _target_checked(self, x: FloatArray) -> FloatArray:
         out: FloatArray = lfilter([1.0], [1.0, -float(self.alpha)], x)
         return out
+
+    def node_count(self, horizon: int) -> int:
+        return horizon
+
+    def noise_scales(self, horizon: int) -> FloatArray | float:
+        return ceil_float(self.scale())
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _ExponentialOnline(self, rng, noise)
@@ -1432,7 +1467,7 @@ class PolynomialSum(_Decayed):
         for inst, gp in zip(insts, per, strict=True):
             tj = horizon - inst.d
             zj = noise[..., gp]
-            out[..., inst.d :] += _window_combine(zj, tj, inst.window, _layout(tj, inst.cap))
+            out[..., inst.d :] += _window_combine(zj, tj, inst.window, inst.cap)
         return out
 
     def target(self, stream: Any) -> FloatArray:
