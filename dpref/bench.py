@@ -181,6 +181,7 @@ BENCHES: list[str] = [
     "dpref.bench:online_bench",
     "dpref.bench:sensitivity_bench",
     "dpref.audit.bench:audit_bench",
+    "dpref.bench_decayed:decayed_bench",
 ]
 """Benchmarks run by ``dpref bench``, as ``module:function(quick) -> rows``."""
 
