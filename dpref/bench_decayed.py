@@ -204,7 +204,7 @@ def _naive_rows(quick: bool) -> list[Row]:
                 "target": "< 1x (tree wins)",
                 "ok": bool(ratio_rr < 1),
                 "detail": (
-                    f"exact worst std vs RR std (Σg² = {energy:.4g}); measured RMS errors on "
+                    f"exact worst std vs RR std (Σg² = {energy:.4g}); one run's RMS errors on "
                     f"the last 1000 t: ours {np.sqrt(np.mean(err_m**2)):.4g}, "
                     f"RR {np.sqrt(np.mean(err_rr**2)):.4g}"
                 ),
