@@ -212,6 +212,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cell(value: object) -> str:
+    """A benchmark table cell: floats to 4 significant digits, the rest as text."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from dpref.bench import run_bench
 
@@ -228,8 +235,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 else f"{'-':>8}"
             )
             print(
-                f"{r['name']:<52} {r['value']!s:>12} {r['baseline']!s:>12} {ratio_s} "
-                f"{r['target']!s:>10}  {'yes' if r['ok'] else 'NO'}"
+                f"{r['name']:<52} {_cell(r['value']):>12} {_cell(r['baseline']):>12} {ratio_s} "
+                f"{_cell(r['target']):>10}  {'yes' if r['ok'] else 'NO'}"
             )
             if r.get("detail"):
                 print(f"    {r['detail']}")
