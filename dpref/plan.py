@@ -253,6 +253,45 @@ class LinearPlan:
             )
         if not 0 < self.base <= 1:
             raise ParameterError(f"base={self.base}: must be in (0, 1]")
+        # The exact checks rely on these: a node outside [1, T], a non-positive scale or
+        # a negative Δ would make the privacy sum smaller than the real loss.
+        if n and not (
+            int(self.lo.min()) >= 1
+            and int(self.hi.max()) <= self.horizon
+            and bool(np.all(self.lo <= self.hi))
+        ):
+            bad = int(
+                np.flatnonzero((self.lo < 1) | (self.hi > self.horizon) | (self.lo > self.hi))[0]
+            )
+            raise ParameterError(
+                f"node {bad}=[{int(self.lo[bad])}, {int(self.hi[bad])}]: "
+                f"need 1 <= lo <= hi <= horizon={self.horizon}"
+            )
+        for name, idx, table in (
+            ("weight_idx", self.weight_idx, self.weight_table),
+            ("scale_idx", self.scale_idx, self.scale_table),
+            ("recombination.idx", self.recombination.idx, self.recombination.table),
+            ("recombination.indices", self.recombination.indices, range(n)),
+        ):
+            if idx.size and not (0 <= int(idx.min()) and int(idx.max()) < len(table)):
+                raise ParameterError(f"{name}: entries must lie in [0, {len(table)})")
+        if any(b <= 0 for b in self.scale_table):
+            raise ParameterError(f"scale_table={self.scale_table}: scales must be > 0")
+        if self.sensitivity < 0:
+            raise ParameterError(f"sensitivity={self.sensitivity}: must be >= 0")
+        tr = self.target
+        if tr.indptr.size != self.horizon + 1 or (
+            tr.lo.size
+            and not (
+                int(tr.lo.min()) >= 1
+                and int(tr.hi.max()) <= self.horizon
+                and bool(np.all(tr.lo <= tr.hi))
+            )
+        ):
+            raise ParameterError(
+                f"target: need {self.horizon} rows of segments with 1 <= l <= u <= "
+                f"horizon={self.horizon}"
+            )
 
     # ------------------------------------------------------------------ views
     @property

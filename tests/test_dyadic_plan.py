@@ -21,6 +21,7 @@ from dpref.dyadic import (
     node_at_level,
     prefix_nodes,
 )
+from dpref.errors import ParameterError
 from dpref.plan import ExactSparse
 
 
@@ -123,3 +124,51 @@ def test_plan_sparse_views_consistent() -> None:
     dense_A = np.array([[float(v) for v in row] for row in plan.dense_A_exact()])
     np.testing.assert_array_equal(plan.A().toarray(), dense_A)
     np.testing.assert_array_equal((plan.R() @ plan.A()).toarray(), plan.Q().toarray())
+
+
+def _with_extra_node(plan, lo: int, hi: int, scale: Fraction):  # type: ignore[no-untyped-def]
+    R = plan.recombination
+    R2 = ExactSparse((R.shape[0], R.shape[1] + 1), R.indptr, R.indices, R.table, R.idx)
+    return dataclasses.replace(
+        plan,
+        lo=np.append(plan.lo, lo),
+        hi=np.append(plan.hi, hi),
+        weight_idx=np.append(plan.weight_idx, 0),
+        scale_table=(*plan.scale_table, scale),
+        scale_idx=np.append(plan.scale_idx, len(plan.scale_table)),
+        recombination=R2,
+        expected_privacy_sum=None,
+    )
+
+
+def test_malformed_plans_are_refused_not_passed() -> None:
+    """Plans whose privacy sum would understate the loss cannot be built.
+
+    Before validation, each of these passed every check: a negative scale (same
+    Laplace noise as |b|) or a negative Δ made the privacy sum negative, and an
+    unused node [0, 0] or [8, 0] subtracted from the other items' counts, so a plan
+    with half the noise it needs "passed".
+    """
+    plan = Binary(epsilon=1, horizon=8).plan()
+    half = dataclasses.replace(
+        plan, scale_table=(plan.scale_table[0] / 2,), expected_privacy_sum=None
+    )
+    assert not half.check_privacy()[0].passed  # the honest failure
+    bad_plans = [
+        lambda: dataclasses.replace(half, scale_table=(-plan.scale_table[0] / 4,)),
+        lambda: dataclasses.replace(half, scale_table=(Fraction(0),)),
+        lambda: dataclasses.replace(half, sensitivity=Fraction(-1)),
+        lambda: _with_extra_node(half, 0, 0, Fraction(1, 4)),
+        lambda: _with_extra_node(half, 8, 0, Fraction(1, 4)),
+        lambda: _with_extra_node(half, 1, 20, Fraction(1)),
+    ]
+    for build in bad_plans:
+        with pytest.raises(ParameterError):
+            build()
+    R = plan.recombination
+    indices = R.indices.copy()
+    indices[0] = -1  # numpy would wrap this to the last node
+    with pytest.raises(ParameterError, match=r"recombination\.indices"):
+        dataclasses.replace(
+            plan, recombination=ExactSparse(R.shape, R.indptr, indices, R.table, R.idx)
+        )
