@@ -138,7 +138,12 @@ def bits() -> Domain:
 
 def bounded_integers(lower: int, upper: int, neighbours: Neighbours = "replace") -> Domain:
     """Integers in ``[lower, upper]``."""
-    return Domain(lower=Fraction(lower), upper=Fraction(upper), integer=True, neighbours=neighbours)
+    return Domain(
+        lower=check_fraction("lower", lower),
+        upper=check_fraction("upper", upper),
+        integer=True,
+        neighbours=neighbours,
+    )
 
 
 def bounded_reals(lower: Any, upper: Any, neighbours: Neighbours = "replace") -> Domain:

@@ -147,7 +147,10 @@ def check_real_vector(
 
 def ceil_float(value: Fraction) -> float:
     """The smallest float >= ``value`` (round a budget or a noise scale up)."""
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:
+        raise ParameterError(f"value={fmt(value)}: too large for a float") from None
     if Fraction(out) < value:
         out = math.nextafter(out, math.inf)
     return out

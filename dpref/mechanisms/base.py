@@ -85,6 +85,9 @@ class ExactOps:
 
 EXACT = ExactOps()
 
+MAX_UNIT_SCALE = Fraction(2**900)
+"""Largest ``Δ/ε`` accepted: node scales (a factor times Δ/ε) must stay finite floats."""
+
 
 @dataclass(frozen=True)
 class BudgetTerm:
@@ -199,6 +202,13 @@ class Mechanism(ABC):
             )
         self.noise: NoiseKind = noise
         self.sensitivity: Fraction = domain.sensitivity
+        if self.sensitivity / self.epsilon > MAX_UNIT_SCALE:
+            # every node scale is Δ/ε times a factor far below 2^100 (T, L, ζ(δ)k^δ, S):
+            # refuse here rather than overflow a float scale after noise was drawn
+            raise ParameterError(
+                f"epsilon={fmt(epsilon)}: too small for domain={domain.name}, the noise "
+                "scale Δ/ε exceeds 2^900 and would overflow a float"
+            )
 
     # ------------------------------------------------------------ declarations
     @property
@@ -321,9 +331,12 @@ class Mechanism(ABC):
         gen = make_rng(rng)
         size = self.node_count(t)
         shape: tuple[int, ...] = (size,) if runs is None else (check_runs("runs", runs), size)
+        if len(shape) == 2 and shape[0] * size >= 2**62:
+            raise ParameterError(f"runs={runs}: {shape[0]} × {size} node draws is too many")
         if self.noise == "laplace":
+            float_scales = self.noise_scales(t)  # before drawing: any error leaves rng untouched
             z = standard_laplace(gen, shape)
-            z *= self.noise_scales(t)
+            z *= float_scales
             return z
         nodes = self.nodes(t)
         flat = np.empty(int(np.prod(shape)), dtype=np.float64)
@@ -340,7 +353,10 @@ class Mechanism(ABC):
                     f"noise: expected {n_nodes} node values in canonical order, got {arr.size}"
                 )
             return arr
-        arr2 = np.asarray(noise, dtype=np.float64)
+        try:
+            arr2 = np.asarray(noise, dtype=np.float64)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise DprefTypeError(f"noise={fmt(noise)}: not an array of numbers ({exc})") from None
         if arr2.shape != (runs, n_nodes) or not np.all(np.isfinite(arr2)):
             raise ParameterError(f"noise: expected a finite array of shape ({runs}, {n_nodes})")
         return arr2
