@@ -178,6 +178,21 @@ class PlanReport:
             raise PlanCheckError(f"{self.mechanism} at T={self.horizon}: " + "; ".join(bad))
 
 
+def _show(q: Fraction) -> str:
+    """A Fraction for a message: exact when short, else a float and its size.
+
+    ``str`` of a Fraction with a numerator or denominator beyond 4300 digits raises
+    ``ValueError`` (``sys.get_int_max_str_digits``); decayed plans with a float α
+    reach such sizes (``α^T`` with a 2^−53 denominator).
+    """
+    if q.numerator.bit_length() + q.denominator.bit_length() <= 512:
+        return str(q)
+    return (
+        f"≈{float(q):.17g} (a {q.numerator.bit_length()}-bit / "
+        f"{q.denominator.bit_length()}-bit fraction)"
+    )
+
+
 def _grouped_exact_sums(counts: npt.NDArray[np.int64], weights: list[Fraction]) -> list[Fraction]:
     """Exact ``Σ_g counts[r, g] · weights[g]`` per row.
 
@@ -431,7 +446,7 @@ class LinearPlan:
             return PlanCheck(
                 "unbiased",
                 False,
-                f"(R·A − Q) row t={t} jumps by {Fraction(int(net[k]), denom)} at i={i}",
+                f"(R·A − Q) row t={t} jumps by {_show(Fraction(int(net[k]), denom))} at i={i}",
             )
         return PlanCheck("unbiased", True, f"R·A = Q exactly for all {self.horizon} rows")
 
@@ -460,7 +475,7 @@ class LinearPlan:
                     return PlanCheck(
                         "unbiased",
                         False,
-                        f"(R·A − Q)[t={t}, i={pos}] = {running} ≠ 0",
+                        f"(R·A − Q)[t={t}, i={pos}] = {_show(running)} ≠ 0",
                     )
         return PlanCheck("unbiased", True, f"R·A = Q exactly for all {self.horizon} rows")
 
@@ -474,7 +489,9 @@ class LinearPlan:
                 v = sum((Rd[t][n] * A[n][i] for n in range(self.n_nodes) if Rd[t][n]), Fraction(0))
                 if v != Qd[t][i]:
                     return PlanCheck(
-                        "unbiased-dense", False, f"(R·A)[{t + 1},{i + 1}] = {v} ≠ {Qd[t][i]}"
+                        "unbiased-dense",
+                        False,
+                        f"(R·A)[{t + 1},{i + 1}] = {_show(v)} ≠ {_show(Qd[t][i])}",
                     )
         return PlanCheck("unbiased-dense", True, "dense exact R·A = Q")
 
@@ -531,10 +548,12 @@ class LinearPlan:
         """The privacy sum is at most the declared ε, and equals the expected sum when known."""
         total = self.privacy_sum()
         ok = total <= self.declared_epsilon
-        detail = f"max_i Σ_n |a_ni|Δ/b_n = {total} (declared ε = {self.declared_epsilon})"
+        detail = (
+            f"max_i Σ_n |a_ni|Δ/b_n = {_show(total)} (declared ε = {_show(self.declared_epsilon)})"
+        )
         if self.expected_privacy_sum is not None and total != self.expected_privacy_sum:
             ok = False
-            detail += f"; expected exactly {self.expected_privacy_sum}"
+            detail += f"; expected exactly {_show(self.expected_privacy_sum)}"
         return PlanCheck("privacy", ok, detail), total
 
     def variance_exact(self) -> list[Fraction]:
@@ -567,7 +586,8 @@ class LinearPlan:
             ]
             if mism:
                 t0 = mism[0]
-                detail = f"t={t0}: formula {variance_formula[t0 - 1]} ≠ plan {plan_var[t0 - 1]}"
+                formula, planned = variance_formula[t0 - 1], plan_var[t0 - 1]
+                detail = f"t={t0}: formula {_show(formula)} ≠ plan {_show(planned)}"
             else:
                 detail = "closed form = 2Σ r²b² exactly"
             checks.append(PlanCheck("variance", not mism, detail))

@@ -33,7 +33,10 @@ __all__ = [
 
 def fmt(value: Any) -> str:
     """Render a value for an error message, short and unambiguous."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int beyond sys.get_int_max_str_digits(), or a Fraction of them
+        text = f"<a {type(value).__name__} too large to print>"
     if len(text) > 60:
         text = text[:57] + "..."
     return text

@@ -46,3 +46,34 @@ def test_runs_too_large_is_a_dpref_error() -> None:
 def test_bounded_integers_bad_bounds(bound: object) -> None:
     with pytest.raises(DprefError, match="lower="):
         dpref.bounded_integers(bound, 5)  # type: ignore[arg-type]
+
+
+def test_plan_check_with_a_float_alpha_reports_huge_fractions() -> None:
+    """α = 0.3 is a 2^−53-denominator binary fraction: at T = 512 the exact privacy sum
+    has a ~27,000-bit denominator, and formatting it in the check's detail raised
+    ``ValueError: Exceeds the limit (4300 digits)``."""
+    report = dpref.ExponentialSum(epsilon=1, alpha=0.3).plan(512).check()
+    assert report.passed
+    assert "≈" in report.checks[2].detail
+
+
+def test_error_message_of_a_huge_value_is_a_dpref_error() -> None:
+    """ζ(δ)·2^δ overflows a float for δ = 10^6; the message's repr used to raise ValueError."""
+    with pytest.raises(dpref.ParameterError, match="too large"):
+        dpref.AllWindowSum(epsilon=1, delta=10**6).release([1, 0, 1])
+
+
+@pytest.mark.parametrize("alpha", [Fraction(3, 10**9), Fraction(1, 10**10), 5e-324])
+def test_exponential_sensitivity_bounds_terminate_for_tiny_alpha(alpha: object) -> None:
+    """For α < 2^−28 the fixed-point loop never met its stopping rule (an endless loop)."""
+    from dpref.mechanisms.decayed import (
+        exponential_sensitivity_bounds,
+        exponential_sensitivity_partial,
+    )
+
+    a = Fraction(alpha)  # type: ignore[arg-type]
+    lo, up = exponential_sensitivity_bounds(a)
+    assert lo <= exponential_sensitivity_partial(a, 8) <= up
+    assert up - lo < Fraction(1, 2**60)
+    m = dpref.ExponentialSum(epsilon=1, alpha=alpha)
+    assert m.plan(16).check().passed

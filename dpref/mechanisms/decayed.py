@@ -154,6 +154,8 @@ def _power_upper(k: int, delta: Fraction) -> Fraction:
 
 _FIX = 128
 """Bits of the fixed-point arithmetic with directed rounding used for series."""
+_TINY_ALPHA = Fraction(1, 2**20)
+"""Below this α, :func:`exponential_sensitivity_bounds` bounds S(α) in closed form."""
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -181,6 +183,11 @@ def exponential_sensitivity_bounds(alpha: Fraction) -> tuple[Fraction, Fraction]
     Fractions (no floating point anywhere).
     """
     a = check_probability_open("alpha", alpha)
+    if a <= _TINY_ALPHA:
+        # The fixed point below bottoms out at one unit (α^{2^k} < 2^{−128}) and its
+        # stopping rule then never fires for α < 2^{−28}.  Exactly instead: the exponents
+        # 0, 1, 3, 7, … are distinct, so 1 + α ≤ S ≤ 1 + α + Σ_{m≥3} α^m = 1 + α + α³/(1−α).
+        return 1 + a, 1 + a + a**3 / (1 - a)
     one = 1 << _FIX
     num, den = a.numerator, a.denominator
     p_up = _ceil_div(num * one, den)  # ≥ α·2^F
