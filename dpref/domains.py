@@ -101,7 +101,7 @@ class Domain:
         if not isinstance(value, str | bytes):
             try:
                 x = float(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 x = math.nan
             if lo <= x <= hi and (not self.integer or x.is_integer()):
                 return x

@@ -77,3 +77,26 @@ def test_exponential_sensitivity_bounds_terminate_for_tiny_alpha(alpha: object) 
     assert up - lo < Fraction(1, 2**60)
     m = dpref.ExponentialSum(epsilon=1, alpha=alpha)
     assert m.plan(16).check().passed
+
+
+@pytest.mark.parametrize("name", ["window", "allwindow"])
+@pytest.mark.parametrize("window", [2**63, 10**30])
+def test_huge_window_is_a_parameter_error(name: str, window: int) -> None:
+    """A window beyond int64 used to reach numpy and raise a raw OverflowError."""
+    with pytest.raises(dpref.ParameterError, match="window="):
+        dpref.MECHANISMS[name](epsilon=1, window=window).release([1, 0])
+
+
+def test_allwindow_query_with_a_float_window() -> None:
+    """``query(4.0)`` matched the served window 4 and then failed on a bit shift."""
+    counter = dpref.AllWindowSum(epsilon=1).online(rng=0, windows=[4])
+    counter.step(1)
+    with pytest.raises(dpref.DprefTypeError, match=r"window=4\.0"):
+        counter.query(4.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("domain", [dpref.bits(), dpref.bounded_reals(-1, 3)])
+def test_online_step_with_a_huge_int(domain: dpref.Domain) -> None:
+    counter = dpref.Binary(epsilon=1, horizon=4, domain=domain).online(rng=0)
+    with pytest.raises(dpref.DomainError, match="x="):
+        counter.step(10**400)

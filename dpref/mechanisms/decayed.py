@@ -64,7 +64,7 @@ from dpref.plan import ExactSparse, TargetRows
 from dpref.validation import (
     ceil_float,
     check_fraction,
-    check_positive_int,
+    check_int_range,
     check_probability_open,
     check_runs,
     fmt,
@@ -393,7 +393,8 @@ def _window_sums(x: FloatArray, window: int | None) -> FloatArray:
 
 
 def _check_window(name: str, value: Any) -> int:
-    return check_positive_int(name, value)
+    # windows are used in int64 arithmetic on times; no stream reaches 2^62 items
+    return check_int_range(name, value, 1, 2**62)
 
 
 def _check_greater_one(name: str, value: Any) -> Fraction:
@@ -921,6 +922,8 @@ class _AllWindowOnline(OnlineCounter):
 
     def query(self, window: int | None) -> float:
         """The noisy estimate of a served window (``None``: running sum) at the current t."""
+        if window is not None:
+            window = _check_window("window", window)
         if window not in self._served:
             raise ParameterError(f"window={fmt(window)}: not served; pass it in online(windows=)")
         if window is None:
