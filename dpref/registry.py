@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from dpref.errors import ParameterError
@@ -42,4 +43,8 @@ def build_mechanism(name: str, *, epsilon: Any, **params: Any) -> Mechanism:
     extra = sorted(set(given) - allowed)
     if extra:
         raise ParameterError(f"{extra[0]}={fmt(given[extra[0]])}: not a parameter of {name}")
-    return MECHANISMS[name](epsilon=epsilon, **given)
+    cls = MECHANISMS[name]
+    for pname, param in inspect.signature(cls).parameters.items():
+        if param.default is inspect.Parameter.empty and pname != "epsilon" and pname not in given:
+            raise ParameterError(f"{pname}=None: {name} needs it (--{pname.replace('_', '-')})")
+    return cls(epsilon=epsilon, **given)
