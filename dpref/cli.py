@@ -122,9 +122,13 @@ def read_stream(source: str) -> np.ndarray[Any, np.dtype[np.float64]]:
     """One value per line from a file or ``-`` (stdin), or a ``.npy`` array."""
     if source != "-" and source.endswith(".npy"):
         try:
-            return np.asarray(np.load(source, allow_pickle=False), dtype=np.float64)
+            raw = np.load(source, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise ParameterError(f"input={fmt(source)}: cannot read .npy ({exc})") from None
+        if not isinstance(raw, np.ndarray) or raw.dtype.kind not in "biuf":
+            kind = raw.dtype if isinstance(raw, np.ndarray) else type(raw).__name__
+            raise ParameterError(f"input={fmt(source)}: .npy must hold real numbers, got {kind}")
+        return np.asarray(raw, dtype=np.float64)
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text()
     except OSError as exc:
@@ -250,7 +254,10 @@ def _cmd_golden(args: argparse.Namespace) -> int:
         doc = golden_vectors()
         text = json.dumps(doc, indent=1)
         if args.file and args.file != "-":
-            Path(args.file).write_text(text + "\n")
+            try:
+                Path(args.file).write_text(text + "\n")
+            except OSError as exc:
+                raise ParameterError(f"file={fmt(args.file)}: cannot write ({exc})") from None
             if args.json:
                 print(json.dumps({"written": args.file, "vectors": len(doc["vectors"])}))
             else:
