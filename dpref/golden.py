@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from dpref.errors import ParameterError
+from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.registry import build_mechanism, mechanism_names
+from dpref.validation import fmt
 
 __all__ = ["GOLDEN_CASES", "check_golden", "golden_vectors", "load_shipped"]
 
@@ -130,30 +131,56 @@ def load_shipped() -> dict[str, Any]:
 
 def check_golden(doc: dict[str, Any]) -> list[str]:
     """Recompute every vector with dpref; return the list of mismatches (empty: all match)."""
-    if doc.get("format") != FORMAT:
-        raise ParameterError(f"format={doc.get('format')!r}: expected {FORMAT!r}")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ParameterError(f"format={found!r}: expected {FORMAT!r}")
+    vectors = doc.get("vectors")
+    if not isinstance(vectors, list):
+        raise ParameterError(f"vectors={fmt(vectors)}: must be a list of vectors")
     problems: list[str] = []
-    for vec in doc["vectors"]:
-        label = f"{vec['mechanism']}{vec['parameters']} T={vec['horizon']}"
-        m = build_mechanism(vec["mechanism"], epsilon=Fraction(vec["epsilon"]), **vec["parameters"])
-        T = int(vec["horizon"])
-        plan = m.plan(T)
-        nodes = [[int(a), int(b)] for a, b in zip(plan.lo, plan.hi, strict=True)]
-        if nodes != vec["nodes"]:
-            problems.append(f"{label}: node intervals differ")
-            continue
-        if [_frac(plan.scale(n)) for n in range(plan.n_nodes)] != vec["scales"]:
-            problems.append(f"{label}: node scales differ")
-        out = m.release(np.array(vec["stream"], dtype=np.float64), noise=np.array(vec["noise"]))
-        want = np.array(vec["outputs"])
-        exact = [Fraction(s) for s in vec["outputs_exact"]]
-        if vec["exact_in_float"]:
-            if not np.array_equal(out, want):
-                problems.append(f"{label}: outputs differ (must be bit-exact)")
-        elif not np.allclose(out, [float(v) for v in exact], rtol=1e-12, atol=1e-9):
-            problems.append(f"{label}: outputs differ from the exact rationals")
-        if [_frac(v) for v in plan.variance_exact()] != vec["variance"]:
-            problems.append(f"{label}: exact variances differ")
-        if _frac(plan.privacy_sum()) != vec["privacy_sum"]:
-            problems.append(f"{label}: privacy sum differs")
+    for k, vec in enumerate(vectors):
+        try:
+            problems.extend(_check_vector(vec))
+        except DprefError:
+            raise
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            IndexError,
+            ZeroDivisionError,
+        ) as exc:
+            # an untrusted file: a malformed vector is bad input, not a crash
+            raise ParameterError(
+                f"vectors[{k}]: malformed golden vector ({type(exc).__name__}: {exc})"
+            ) from None
+    return problems
+
+
+def _check_vector(vec: dict[str, Any]) -> list[str]:
+    """The mismatches of one golden vector."""
+    problems: list[str] = []
+    label = f"{vec['mechanism']}{vec['parameters']} T={vec['horizon']}"
+    m = build_mechanism(vec["mechanism"], epsilon=Fraction(vec["epsilon"]), **vec["parameters"])
+    T = int(vec["horizon"])
+    plan = m.plan(T)
+    nodes = [[int(a), int(b)] for a, b in zip(plan.lo, plan.hi, strict=True)]
+    if nodes != vec["nodes"]:
+        problems.append(f"{label}: node intervals differ")
+        return problems
+    if [_frac(plan.scale(n)) for n in range(plan.n_nodes)] != vec["scales"]:
+        problems.append(f"{label}: node scales differ")
+    out = m.release(np.array(vec["stream"], dtype=np.float64), noise=np.array(vec["noise"]))
+    want = np.array(vec["outputs"])
+    exact = [Fraction(s) for s in vec["outputs_exact"]]
+    if vec["exact_in_float"]:
+        if not np.array_equal(out, want):
+            problems.append(f"{label}: outputs differ (must be bit-exact)")
+    elif not np.allclose(out, [float(v) for v in exact], rtol=1e-12, atol=1e-9):
+        problems.append(f"{label}: outputs differ from the exact rationals")
+    if [_frac(v) for v in plan.variance_exact()] != vec["variance"]:
+        problems.append(f"{label}: exact variances differ")
+    if _frac(plan.privacy_sum()) != vec["privacy_sum"]:
+        problems.append(f"{label}: privacy sum differs")
     return problems

@@ -25,6 +25,7 @@ import numpy as np
 
 from dpref.mechanisms import Mechanism
 from dpref.registry import build_mechanism, mechanism_names
+from dpref.validation import check_int_range
 
 __all__ = ["SUITES", "VerifyOptions", "VerifyRow", "run_verify"]
 
@@ -43,6 +44,12 @@ class VerifyOptions:
     """Seed for the random choices (reproducible)."""
     mechanisms: tuple[str, ...] = ()
     """Restrict to these mechanism names (empty: all)."""
+
+    def __post_init__(self) -> None:
+        check_int_range("max_horizon", self.max_exhaustive, 1, None)
+        check_int_range("random_horizons", self.random_horizons, 0, None)
+        check_int_range("random_max", self.random_max, 1, None)
+        check_int_range("seed", self.seed, 0, None)
 
 
 @dataclass
@@ -121,6 +128,8 @@ def _decayed_instances(name: str, epsilon: Fraction) -> list[Mechanism]:
 
 
 def _horizons(opts: VerifyOptions, rng: np.random.Generator) -> list[int]:
+    if opts.max_exhaustive >= opts.random_max:  # no larger T left to draw
+        return list(range(1, opts.max_exhaustive + 1))
     extra = rng.integers(opts.max_exhaustive + 1, opts.random_max + 1, opts.random_horizons)
     return list(range(1, opts.max_exhaustive + 1)) + sorted(int(t) for t in extra)
 

@@ -100,3 +100,68 @@ def test_online_step_with_a_huge_int(domain: dpref.Domain) -> None:
     counter = dpref.Binary(epsilon=1, horizon=4, domain=domain).online(rng=0)
     with pytest.raises(dpref.DomainError, match="x="):
         counter.step(10**400)
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from dpref.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["release", "window", "--epsilon", "1", "--json"],  # missing --window: TypeError
+        ["verify", "--random-horizons", "-1", "--json"],  # numpy "negative dimensions"
+        ["verify", "--max-horizon", "0", "--json"],  # silently checked nothing
+        ["golden", "export", "/nonexistent-dir/x.json", "--json"],  # FileNotFoundError
+    ],
+)
+def test_cli_bad_input_is_one_stderr_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n0\n1\n"))
+    code, out, err = _cli(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("dpref: error: ")
+
+
+def test_cli_golden_check_of_a_malformed_file(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    from pathlib import Path
+
+    from dpref.golden import FORMAT
+
+    docs = [[], {"format": FORMAT, "vectors": [{"mechanism": "binary"}]}]
+    for k, doc in enumerate(docs):
+        path = Path(str(tmp_path)) / f"g{k}.json"
+        path.write_text(json.dumps(doc))
+        code, out, err = _cli(["golden", "check", str(path), "--json"], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+
+
+def test_cli_verify_max_horizon_above_random_max(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--max-horizon 2048`` left no range for the random T: ``ValueError: low >= high``."""
+    from dpref.verify import VerifyOptions, _horizons
+
+    opts = VerifyOptions(max_exhaustive=2048, random_max=2048)
+    assert _horizons(opts, np.random.default_rng(0)) == list(range(1, 2049))
+
+
+def test_cli_complex_npy_is_refused(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A complex .npy was cast to float (imaginary part dropped, a warning on stderr)."""
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "c.npy"
+    np.save(path, np.array([1 + 1j, 0]))
+    argv = ["release", "binary", "--epsilon", "1", "--input", str(path), "--json"]
+    code, out, err = _cli(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "complex" in err
