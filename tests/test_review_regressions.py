@@ -165,3 +165,19 @@ def test_cli_complex_npy_is_refused(
     argv = ["release", "binary", "--epsilon", "1", "--input", str(path), "--json"]
     code, out, err = _cli(argv, capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "complex" in err
+
+
+def _printing_target(stream: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    print("a line from the target")
+    out: np.ndarray = np.cumsum(stream) + rng.laplace(0.0, 5.0, stream.size)
+    return out
+
+
+def test_audit_json_stdout_survives_a_printing_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """A black-box target's prints landed on stdout, breaking ``--json``'s one object."""
+    from dpref.audit.targets import as_target
+
+    target = as_target(_printing_target, timeout=None)
+    target.sample(np.array([1.0, 0.0, 1.0]), 3, np.random.default_rng(0))
+    out, err = capsys.readouterr()
+    assert out == "" and "a line from the target" in err

@@ -15,6 +15,7 @@ sampler draws one value at a time and is far too slow for 10⁶ samples).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import math
@@ -329,7 +330,8 @@ class Target:
         step = 4096 if progress is not None else runs
         i = 0
         r: Any = None
-        with _Watchdog(self.timeout) as dog:
+        # the target is third-party code: its prints must not corrupt `--json` stdout
+        with contextlib.redirect_stdout(sys.stderr), _Watchdog(self.timeout) as dog:
             busy = dog.busy
             start_time = time.perf_counter()
             try:
