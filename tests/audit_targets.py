@@ -243,3 +243,8 @@ def mutates_input(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
     """Writes into the stream it was given."""
     x[0] = 0.0
     return np.cumsum(x)
+
+
+def all_nan(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """Every output NaN: a finding, never a crash (there is no finite cut to build events on)."""
+    return np.full(x.shape, np.nan)

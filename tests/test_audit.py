@@ -277,6 +277,12 @@ def test_nan_outputs_are_a_finding_but_the_audit_goes_on() -> None:
     assert r.epsilon_lower_bound is not None
 
 
+def test_all_nan_outputs_are_a_finding_not_a_crash() -> None:
+    r = audit(at.all_nan, horizon=4, epsilon=1, samples=2_000, seed=1)
+    assert [f.kind for f in r.findings] == ["non-finite"]
+    assert not r.violation
+
+
 def test_hanging_target_is_stopped_by_the_timeout() -> None:
     r = audit(at.sleeps, horizon=2, epsilon=1, samples=1_000, seed=1, timeout=0.3)
     assert r.findings and r.findings[0].kind == "timeout"

@@ -383,6 +383,8 @@ def _grow(
     max_depth: int,
 ) -> list[tuple[int, Condition]]:
     n1, n2 = B1.shape[0], B2.shape[0]
+    if not edges or max(len(e) for e in edges) == 0:
+        return []  # no finite cut anywhere (e.g. every output NaN): no half-line event
     nb = max(len(e) for e in edges) + 1
     ne = np.array([len(e) for e in edges])
     valid = np.arange(1, nb)[None, :] <= ne[:, None]  # cut k = edges[k-1] exists
@@ -401,6 +403,8 @@ def _grow(
         c2 = np.stack([G2, L2]).astype(np.float64)
         score = wilson_log_score(c1, float(n1), c2, float(n2), z)
         score[:, ~valid] = -np.inf
+        if score.size == 0:
+            break
         flat = int(np.argmax(score))
         top = float(score.flat[flat])
         if not top > best + 1e-9:
