@@ -414,3 +414,18 @@ def test_audit_no_violation_and_tight(mech: Any) -> None:
     best = max(e.epsilon_lower_bound for e in r.events if e.kind == "plan-aware")
     assert best >= 0.8 * plan_sum, (best, plan_sum)
     assert r.epsilon_lower_bound is not None and r.epsilon_lower_bound <= 1.0
+
+
+def test_polynomial_series_cap_only_loosens_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopping the explicit sum early (small β) may only raise S: more noise, never less."""
+    from dpref.mechanisms import decayed
+
+    c, beta = Fraction(2), Fraction(1, 100)
+    decayed._polynomial_series_upper.cache_clear()
+    monkeypatch.setattr(decayed, "_SERIES_TERMS", 10**9)
+    full = decayed._polynomial_series_upper(c, beta)
+    decayed._polynomial_series_upper.cache_clear()
+    monkeypatch.setattr(decayed, "_SERIES_TERMS", 100)
+    capped = decayed._polynomial_series_upper(c, beta)
+    decayed._polynomial_series_upper.cache_clear()
+    assert capped >= full > 1

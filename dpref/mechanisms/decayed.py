@@ -1170,12 +1170,18 @@ class _ExponentialOnline(OnlineCounter):
 
 
 # ================================================================ PolynomialSum
+_SERIES_TERMS = 4096
+"""At most this many explicit terms of PolynomialSum's S; the closed-form tail bound
+holds from any j, so stopping early only loosens S upward (more noise, never less)."""
+
+
 @lru_cache(maxsize=64)
 def _polynomial_series_upper(c: Fraction, beta: Fraction) -> Fraction:
     """Rigorous rational upper bound on ``S = Σ_j (1−β)^j (log₂B_j + 1)`` (PolynomialSum).
 
     Terms are summed in 128-bit fixed point rounded up (``ρ^j`` by repeated
-    multiplication, rounding up), until ``ρ^{j+1} < 2^{−70}``; the rest is bounded in
+    multiplication, rounding up), until ``ρ^{j+1} < 2^{−70}`` or ``_SERIES_TERMS`` terms
+    (small β); the rest is bounded in
     closed form: ``W_{j'} ≤ b(j') + 1 ≤ (1−β)^{−j'/c}`` gives
     ``log₂B_{j'} + 1 ≤ κ j' + 2`` with ``κ = log₂(1/(1−β))/c``, bounded above through
     ``log₂ y ≤ (y − 1)/ln 2`` and ``1/ln 2 < 1443/1000``, and
@@ -1193,7 +1199,7 @@ def _polynomial_series_upper(c: Fraction, beta: Fraction) -> Fraction:
         if bj > bp:
             total += p * (_levels_for_window(bj - bp) + 1)
         p_next = _ceil_div(p * num, den)
-        if j >= 8 and p_next < one >> 70:
+        if j >= 8 and (p_next < one >> 70 or j >= _SERIES_TERMS):
             r = Fraction(p_next, one)  # ≥ ρ^{j+1}
             jj = j + 1
             tail = kappa * r * (jj * (1 - rho) + rho) / (1 - rho) ** 2 + 2 * r / (1 - rho)
