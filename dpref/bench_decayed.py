@@ -14,31 +14,19 @@
 
 from __future__ import annotations
 
-import gc
-import time
-from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from scipy.signal import fftconvolve
 
+from dpref.bench import _best_of
 from dpref.lower_bounds import lower_bound
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 
 __all__ = ["decayed_bench"]
 
 Row = dict[str, Any]
-
-
-def _best_of(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _mechs() -> list[Any]:
