@@ -167,11 +167,7 @@ def run_audit(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         progress=not args.json,
     )
-    if args.json:
-        print(json.dumps(report.as_dict()))
-    else:
-        print(report.summary())
-    return 0 if report.ok else 1
+    return _emit(args, report, report.ok)
 
 
 def run_conform(args: argparse.Namespace) -> int:
@@ -189,11 +185,13 @@ def run_conform(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         progress=not args.json,
     )
-    if args.json:
-        print(json.dumps(report.as_dict()))
-    else:
-        print(report.summary())
-    return 0 if report.conforms else 1
+    return _emit(args, report, report.conforms)
+
+
+def _emit(args: argparse.Namespace, report: Any, passed: bool) -> int:
+    """Print the report (one JSON object with ``--json``, else its summary); exit 0 or 1."""
+    print(json.dumps(report.as_dict()) if args.json else report.summary())
+    return 0 if passed else 1
 
 
 def run(args: argparse.Namespace) -> int:
