@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import mpmath  # type: ignore[import-untyped]
-
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.validation import (
     check_epsilon,
@@ -83,6 +81,8 @@ class Decay:
             return (1 - p**d) / (1 - p)
         if p.denominator == 1 and d <= 10_000:
             return sum((Fraction(1, k ** int(p)) for k in range(1, d + 1)), Fraction(0))
+        import mpmath  # type: ignore[import-untyped]  # lazy: keeps `import dpref` light
+
         ctx = mpmath.MPContext()
         ctx.dps = 40
         value = ctx.zeta(ctx.mpf(p.numerator) / p.denominator) - ctx.zeta(
@@ -163,6 +163,8 @@ def packing_distance(epsilon: Any, q: Any) -> int:
     """``D* = max{D ≥ 0 : e^{εD} < 2q} = ⌈ln(2q)/ε⌉ − 1``, exactly."""
     eps = check_epsilon("epsilon", epsilon)
     n = check_positive_int("q", q)
+    import mpmath  # lazy: keeps `import dpref` light
+
     ctx = mpmath.MPContext()
     ctx.dps = 50
     x = ctx.log(2 * n) / (ctx.mpf(eps.numerator) / eps.denominator)
@@ -175,21 +177,15 @@ def packing_distance(epsilon: Any, q: Any) -> int:
 def _decay_of(g: Any) -> Decay:
     if isinstance(g, Decay):
         return g
-    from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
-
-    if isinstance(g, WindowSum):
-        return window_decay(g.window)
-    if isinstance(g, AllWindowSum):
-        return prefix_decay() if g.window is None else window_decay(g.window)
-    if isinstance(g, ExponentialSum):
-        return exponential_decay(g.alpha)
-    if isinstance(g, PolynomialSum):
-        return polynomial_decay(g.c)
     if isinstance(g, str):
         if g == "prefix":
             return prefix_decay()
         raise ParameterError(f"g={fmt(g)}: give a Decay, a decayed-sum mechanism or 'prefix'")
-    raise DprefTypeError(f"g={fmt(g)}: must be a Decay or a decayed-sum mechanism")
+    declared = getattr(g, "decay", None)
+    decay = declared() if callable(declared) else None
+    if isinstance(decay, Decay):
+        return decay
+    raise DprefTypeError(f"g={fmt(g)}: must be a Decay or a mechanism that declares its decay")
 
 
 def lower_bound(g: Decay | Any, epsilon: Any, q: Any) -> LowerBound:

@@ -1,50 +1,67 @@
-"""Mechanism lookup by command-line name, and construction from parameters."""
+"""Mechanism lookup by command-line name, and construction from parameters.
+
+The table of mechanisms is :data:`dpref.mechanisms.MECHANISMS`, filled by the classes
+themselves; everything here is derived from it (the parameters from each class's
+constructor signature).
+"""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from dpref.errors import ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.validation import fmt
 
-__all__ = ["MECHANISM_PARAMS", "build_mechanism", "mechanism_names"]
-
-MECHANISM_PARAMS: dict[str, tuple[str, ...]] = {
-    "simple1": ("horizon",),
-    "simple2": ("horizon",),
-    "two-level": ("horizon", "block_size"),
-    "binary": ("horizon",),
-    "hybrid": ("horizon",),
-    "window": ("horizon", "window"),
-    "allwindow": ("horizon", "delta", "window"),
-    "exponential": ("horizon", "alpha"),
-    "polynomial": ("horizon", "c", "beta"),
-}
-"""Constructor parameters each mechanism takes besides ``epsilon`` (and ``domain``/``noise``)."""
+__all__ = ["MECHANISM_PARAMS", "build_mechanism", "mechanism_names", "parameter_flags"]
 
 
 def mechanism_names() -> list[str]:
-    """Every registered mechanism name."""
+    """Every registered mechanism name, in registration order."""
     return list(MECHANISMS)
+
+
+def mechanism_params() -> dict[str, tuple[str, ...]]:
+    """Constructor parameters of every registered mechanism besides ``epsilon``,
+    ``domain`` and ``noise`` (from the signatures)."""
+    return {name: cls.parameters() for name, cls in MECHANISMS.items()}
+
+
+MECHANISM_PARAMS: dict[str, tuple[str, ...]] = mechanism_params()
+"""Constructor parameters each mechanism takes besides ``epsilon`` (and ``domain``/``noise``),
+derived from the signatures when this module is imported."""
+
+
+def parameter_flags() -> dict[str, str]:
+    """Every mechanism-specific parameter (besides ``horizon``) → its help text, naming
+    the mechanisms that take it (for the command line)."""
+    helps: dict[str, list[str]] = {}
+    for cls in MECHANISMS.values():
+        described = cls.parameter_help()
+        for param in cls.parameters():
+            if param != "horizon":
+                text = described.get(param, "")
+                helps.setdefault(param, []).append(
+                    f"{cls.__name__}: {text}" if text else cls.__name__
+                )
+    return {param: "; ".join(texts) for param, texts in helps.items()}
 
 
 def build_mechanism(name: str, *, epsilon: Any, **params: Any) -> Mechanism:
     """Construct a mechanism by CLI name; ``None`` parameters are left out.
 
-    Raises :class:`~dpref.errors.ParameterError` for an unknown name or a parameter
-    the mechanism does not take.
+    Raises :class:`~dpref.errors.ParameterError` for an unknown name, a parameter the
+    mechanism does not take, or a required parameter that is missing.
     """
     if name not in MECHANISMS:
         raise ParameterError(f"mechanism={fmt(name)}: unknown; choose from {', '.join(MECHANISMS)}")
-    allowed = set(MECHANISM_PARAMS.get(name, ())) | {"domain", "noise"}
+    cls = MECHANISMS[name]
+    allowed = set(cls.parameters()) | {"domain", "noise"}
     given = {k: v for k, v in params.items() if v is not None}
     extra = sorted(set(given) - allowed)
     if extra:
         raise ParameterError(f"{extra[0]}={fmt(given[extra[0]])}: not a parameter of {name}")
-    cls = MECHANISMS[name]
-    for pname, param in inspect.signature(cls).parameters.items():
-        if param.default is inspect.Parameter.empty and pname != "epsilon" and pname not in given:
+    for pname in cls.required_parameters():
+        if pname not in given:
             raise ParameterError(f"{pname}=None: {name} needs it (--{pname.replace('_', '-')})")
     return cls(epsilon=epsilon, **given)

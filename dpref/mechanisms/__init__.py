@@ -1,15 +1,32 @@
-"""Continual-release mechanisms: counting (SPEC §1) and decayed sums (SPEC §2)."""
+"""Continual-release mechanisms: counting (SPEC §1) and decayed sums (SPEC §2).
 
-from dpref.mechanisms.base import EXACT, BudgetTerm, ExactOps, Mechanism, NodeTable, OnlineCounter
+Each class declares itself (its command-line name, examples, proof file, docs page
+and decay) and registers in :data:`MECHANISMS` when its module is imported; this
+package imports every family, so ``MECHANISMS`` is complete once it is loaded.
+"""
+
+from dpref.mechanisms.base import (
+    EXACT,
+    MECHANISMS,
+    BudgetTerm,
+    ExactOps,
+    Example,
+    Mechanism,
+    NodeTable,
+    OnlineCounter,
+    register_mechanism,
+)
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 
 __all__ = [
     "EXACT",
+    "MECHANISMS",
     "AllWindowSum",
     "Binary",
     "BudgetTerm",
     "ExactOps",
+    "Example",
     "ExponentialSum",
     "Hybrid",
     "Mechanism",
@@ -20,20 +37,5 @@ __all__ = [
     "SimpleII",
     "TwoLevel",
     "WindowSum",
+    "register_mechanism",
 ]
-
-MECHANISMS: dict[str, type[Mechanism]] = {
-    cls.name: cls
-    for cls in (
-        SimpleI,
-        SimpleII,
-        TwoLevel,
-        Binary,
-        Hybrid,
-        WindowSum,
-        AllWindowSum,
-        ExponentialSum,
-        PolynomialSum,
-    )
-}
-"""Mechanism classes by their command-line name."""

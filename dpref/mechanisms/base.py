@@ -15,10 +15,12 @@ declared budget is ``Σ_kinds membership · Δ / scale``.
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -27,6 +29,7 @@ import numpy.typing as npt
 
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, HorizonError, ParameterError
+from dpref.lower_bounds import Decay
 from dpref.noise import (
     NoiseKind,
     discrete_laplace,
@@ -46,12 +49,15 @@ from dpref.validation import (
 
 __all__ = [
     "EXACT",
+    "MECHANISMS",
     "BudgetTerm",
     "ExactOps",
+    "Example",
     "Mechanism",
     "NodeTable",
     "OnlineCounter",
     "RowTerm",
+    "register_mechanism",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -153,6 +159,72 @@ class NodeTable:
         return table[self.scale_idx]
 
 
+PerHorizon = Callable[[int], Any]
+"""A parameter value that depends on the horizon T (e.g. Two-Level's ``B = T``)."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One parameterisation a mechanism offers to the rest of dpref.
+
+    ``dpref verify`` checks every example at every horizon; the golden vectors are one
+    per example and horizon in :attr:`horizons`; the audit suite, the benchmarks and
+    the contract tests build the mechanism from its examples.  Declaring them on the
+    class is what makes a new mechanism covered everywhere without editing any table.
+    """
+
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Constructor keywords besides ``epsilon`` and ``horizon``; a value may be a
+    callable of T (:data:`PerHorizon`), resolved by :meth:`kwargs`."""
+    bounded: bool | None = None
+    """Pass ``horizon=T`` to the constructor (None: exactly when the class needs it)."""
+    horizons: tuple[int, ...] = (16,)
+    """Horizons of this example's golden vectors (empty: none)."""
+
+    def kwargs(self, cls: type[Mechanism], horizon: int) -> dict[str, Any]:
+        """The constructor keywords (besides ``epsilon``) at T = ``horizon``."""
+        out = {k: (v(horizon) if callable(v) else v) for k, v in self.params.items()}
+        bounded = cls.needs_horizon if self.bounded is None else self.bounded
+        if bounded:
+            out["horizon"] = horizon
+        return out
+
+    def build(self, cls: type[Mechanism], epsilon: Any, horizon: int) -> Mechanism:
+        """The mechanism this example describes, at T = ``horizon``."""
+        return cls(epsilon=epsilon, **self.kwargs(cls, horizon))
+
+    def label(self, cls: type[Mechanism], horizon: int) -> str:
+        """A short name: the mechanism's name, then its parameters at T (no epsilon)."""
+        kw = self.kwargs(cls, horizon)
+        bound = "" if "horizon" in kw else ",unbounded"
+        rest = ",".join(f"{k}={v}" for k, v in kw.items() if k != "horizon")
+        return f"{cls.name}[T={horizon}{bound}{',' if rest else ''}{rest}]"
+
+
+MECHANISMS: dict[str, type[Mechanism]] = {}
+"""Every registered mechanism class by its command-line name (filled by the classes)."""
+
+_CORE_PARAMETERS = ("epsilon", "horizon", "domain", "noise")
+
+
+def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
+    """Add ``cls`` to :data:`MECHANISMS` under ``cls.name`` (usable as a decorator).
+
+    dpref's own classes register themselves when they are defined (a class in a
+    ``dpref.`` module that sets ``name`` in its own body); other code calls this.
+    Raises :class:`~dpref.errors.ParameterError` when the name is empty or taken by
+    another class.
+    """
+    name = cls.__dict__.get("name", "")
+    if not name:
+        raise ParameterError(f"mechanism={cls.__name__}: a registered class sets its own name")
+    held = MECHANISMS.get(name)
+    if held is not None and held.__qualname__ != cls.__qualname__:
+        raise ParameterError(f"name={name!r}: already registered by {held.__qualname__}")
+    MECHANISMS[name] = cls
+    return cls
+
+
 class Mechanism(ABC):
     """Base class of every continual-release mechanism (the contract of DESIGN.md).
 
@@ -170,9 +242,55 @@ class Mechanism(ABC):
     """
 
     name: ClassVar[str] = ""
-    """The mechanism's name on the command line."""
+    """The mechanism's name on the command line (setting it in a dpref module registers
+    the class in :data:`MECHANISMS`)."""
     needs_horizon: ClassVar[bool] = True
     """Whether the mechanism needs T in advance."""
+    examples: ClassVar[tuple[Example, ...]] = ()
+    """The parameterisations verify, golden, the audit suite, bench and the contract
+    tests use (the first is the default one)."""
+    proof: ClassVar[str | None] = None
+    """The file (from the repository root) whose ``PROOFS`` proves this class's budget,
+    e.g. ``"proofs/counting.py"``; a subclass that sets none is held to its parent's."""
+    docs: ClassVar[str | None] = None
+    """The documentation page that defines this mechanism, e.g. ``"docs/counting.md"``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name") and cls.__module__.startswith("dpref."):
+            register_mechanism(cls)
+
+    @classmethod
+    def parameters(cls) -> tuple[str, ...]:
+        """Constructor parameters besides ``epsilon``, ``domain`` and ``noise``.
+
+        Derived from the signature, so a new keyword is a new CLI flag with no table
+        to edit; ``horizon`` comes first.
+        """
+        names = inspect.signature(cls).parameters
+        own = tuple(n for n in names if n not in _CORE_PARAMETERS)
+        return ("horizon", *own) if "horizon" in names else own
+
+    @classmethod
+    def required_parameters(cls) -> tuple[str, ...]:
+        """The :meth:`parameters` that have no default."""
+        sig = inspect.signature(cls).parameters
+        return tuple(p for p in cls.parameters() if sig[p].default is inspect.Parameter.empty)
+
+    @classmethod
+    def parameter_help(cls) -> dict[str, str]:
+        """Each own parameter's description, from the class docstring's numpydoc
+        ``Parameters`` section (first sentence)."""
+        return {
+            name: text
+            for name, text in _numpydoc_parameters(inspect.getdoc(cls) or "").items()
+            if name in cls.parameters()
+        }
+
+    def decay(self) -> Decay | None:
+        """The decay function g of the target ``F(t) = Σ g(t−i) x_i`` (None: not a decayed
+        sum); :func:`dpref.lower_bound` reads it."""
+        return None
 
     def __init__(
         self,
@@ -274,6 +392,11 @@ class Mechanism(ABC):
     def _target_checked(self, x: FloatArray) -> FloatArray:
         """``Q x`` for a stream already validated (override to skip re-validation)."""
         return self.target(x)
+
+    def release_times(self, horizon: int) -> IntArray:
+        """When each node is released, in canonical order (its interval end unless the
+        mechanism delays it)."""
+        return self.nodes(horizon).hi
 
     def node_count(self, horizon: int) -> int:
         """Number of nodes released up to ``horizon`` (override when cheaper than nodes())."""
@@ -484,3 +607,22 @@ class OnlineCounter(ABC):
         """Feed a whole stream, returning every estimate."""
         arr = self.mechanism.domain.check_stream("stream", stream)
         return np.array([self.step(v) for v in arr.tolist()], dtype=np.float64)
+
+
+_SECTION = re.compile(r"^Parameters\n-{3,}\n(.*?)(?:\n\n[A-Z][A-Za-z ]+\n-{3,}\n|\Z)", re.S | re.M)
+
+
+def _numpydoc_parameters(doc: str) -> dict[str, str]:
+    """``name -> first sentence`` of a numpydoc ``Parameters`` section."""
+    match = _SECTION.search(doc)
+    if match is None:
+        return {}
+    out: dict[str, str] = {}
+    current = ""
+    for line in match.group(1).splitlines():
+        if line and not line[0].isspace():
+            current = line.split(":")[0].strip()
+            out[current] = ""
+        elif current and line.strip():
+            out[current] = (out[current] + " " + line.strip()).strip()
+    return {k: v.split(". ")[0].rstrip(".").replace("``", "") for k, v in out.items()}

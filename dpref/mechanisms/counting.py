@@ -24,9 +24,11 @@ import numpy.typing as npt
 
 from dpref.domains import Domain
 from dpref.dyadic import binary_noise_sum, floor_log2, lowbit, prefix_nodes
+from dpref.lower_bounds import Decay, prefix_decay
 from dpref.mechanisms.base import (
     EXACT,
     BudgetTerm,
+    Example,
     Mechanism,
     NodeTable,
     OnlineCounter,
@@ -54,12 +56,29 @@ def _ones_sparse(shape: tuple[int, int], rows: Any, cols: Any) -> ExactSparse:
     )
 
 
+def _whole_horizon(horizon: int) -> int:
+    """B = T: one block (a Two-Level example)."""
+    return horizon
+
+
+def _third_of_horizon(horizon: int) -> int:
+    """B = ⌊T/3⌋ (at least 1): a few blocks and a remainder (a Two-Level example)."""
+    return max(1, horizon // 3)
+
+
 def _popcount(t: int) -> int:
     return bin(t).count("1")
 
 
 class _Counting(Mechanism):
     """Shared pieces of the counting mechanisms: prefix-sum target."""
+
+    proof = "proofs/counting.py"
+    docs = "docs/counting.md"
+
+    def decay(self) -> Decay:
+        """Running counts: ``g ≡ 1`` (the prefix sum is the decayed sum with no decay)."""
+        return prefix_decay()
 
     def target(self, stream: Any) -> FloatArray:
         """Exact prefix sums ``c_t``."""
@@ -97,6 +116,7 @@ class SimpleI(_UniformCounting):
     """
 
     name = "simple1"
+    examples = (Example(horizons=(8,)),)
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Item 1 is in T nodes ``[1, t]``, each of scale ``TΔ/ε``."""
@@ -164,6 +184,7 @@ class SimpleII(_UniformCounting):
 
     name = "simple2"
     needs_horizon = False
+    examples = (Example(bounded=True, horizons=(9,)), Example(bounded=False, horizons=(9,)))
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Every item is in exactly one node ``[t, t]`` of scale ``Δ/ε``."""
@@ -225,12 +246,23 @@ class TwoLevel(_UniformCounting):
     variance ``2(2Δ/ε)²(⌊t/B⌋ + t mod B)``.  At a block end the item node comes
     before the block node in canonical order (also when B = 1).
 
+    Parameters
+    ----------
+    block_size
+        The block size B, 1 ≤ B ≤ T (default Chan et al.'s ``⌈√T⌉``).
+
     References
     ----------
     .. [1] Chan, Shi, Song 2011, Section 3.2 (the "two-level" √T mechanism).
     """
 
     name = "two-level"
+    examples = (
+        Example(horizons=(10,)),
+        Example({"block_size": 1}, horizons=(7,)),
+        Example({"block_size": _whole_horizon}, horizons=()),
+        Example({"block_size": _third_of_horizon}, horizons=()),
+    )
 
     def __init__(
         self,
@@ -395,6 +427,7 @@ class Binary(_UniformCounting):
     """
 
     name = "binary"
+    examples = (Example(horizons=(1, 5, 16)),)
 
     @staticmethod
     def levels(horizon: Any, ops: Any = EXACT) -> Any:
@@ -531,6 +564,7 @@ class Hybrid(_Counting):
 
     name = "hybrid"
     needs_horizon = False
+    examples = (Example(horizons=(13,)),)
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """One log block of scale ``2Δ/ε`` and k nodes of the k-th instance, scale ``2kΔ/ε``.
