@@ -17,7 +17,9 @@ compared node by node.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from fractions import Fraction
 from importlib import resources
 from typing import Any
@@ -25,34 +27,62 @@ from typing import Any
 import numpy as np
 
 from dpref.errors import DprefError, ParameterError
-from dpref.mechanisms import Mechanism
-from dpref.registry import build_mechanism, mechanism_names
+from dpref.mechanisms import MECHANISMS, Mechanism
+from dpref.registry import build_mechanism
 from dpref.validation import fmt
 
-__all__ = ["GOLDEN_CASES", "check_golden", "golden_vectors", "load_shipped"]
+__all__ = [
+    "GOLDEN_CASES",
+    "GoldenCase",
+    "check_golden",
+    "golden_cases",
+    "golden_vectors",
+    "load_shipped",
+]
 
-FORMAT = "dpref-golden/1"
+FORMAT = "dpref-golden/2"
+"""Version 2: every vector draws from its own seed, derived from its case name (version 1
+drew all vectors from one stream, so adding a case shifted every later vector)."""
 GRID_BITS = 10
 """Node noise is rounded to multiples of 2^-GRID_BITS."""
 
-GOLDEN_CASES: list[tuple[str, dict[str, Any], int]] = [
-    ("simple1", {"horizon": 8}, 8),
-    ("simple2", {}, 9),
-    ("two-level", {"horizon": 10}, 10),
-    ("two-level", {"horizon": 7, "block_size": 1}, 7),
-    ("binary", {"horizon": 1}, 1),
-    ("binary", {"horizon": 5}, 5),
-    ("binary", {"horizon": 16}, 16),
-    ("hybrid", {}, 13),
-    ("window", {"window": 3}, 12),
-    ("allwindow", {"delta": "3/2"}, 10),
-    ("exponential", {"alpha": "1/2"}, 9),
-    ("polynomial", {"c": 2, "beta": "1/5"}, 10),
-]
-"""(mechanism, parameters, T) of every vector; mechanisms not installed are skipped."""
-
 EPSILON = Fraction(1, 2)
 SEED = 20261122
+
+
+@dataclass(frozen=True)
+class GoldenCase:
+    """One golden vector to generate: a mechanism's declared example at one horizon."""
+
+    mechanism: str
+    """The mechanism's command-line name."""
+    params: dict[str, Any]
+    """Constructor keywords besides ``epsilon`` (``horizon`` included when bounded)."""
+    horizon: int
+    """T: the stream length."""
+    name: str
+    """The case's stable name, e.g. ``binary[T=5]``; its seed derives from it."""
+
+    def rng(self) -> np.random.Generator:
+        """The case's own Generator: ``SeedSequence([SEED, sha256(name)])``."""
+        digest = int.from_bytes(hashlib.sha256(self.name.encode()).digest()[:16], "big")
+        return np.random.default_rng(np.random.SeedSequence([SEED, digest]))
+
+
+def golden_cases() -> list[GoldenCase]:
+    """Every registered mechanism's examples at each of their golden horizons."""
+    return [
+        GoldenCase(name, example.kwargs(cls, T), T, example.label(cls, T))
+        for name, cls in MECHANISMS.items()
+        for example in cls.examples
+        for T in example.horizons
+    ]
+
+
+GOLDEN_CASES: list[tuple[str, dict[str, Any], int]] = [
+    (c.mechanism, c.params, c.horizon) for c in golden_cases()
+]
+"""(mechanism, parameters, T) of every vector, derived from the registry."""
 
 
 def _frac(x: Fraction) -> str:
@@ -72,9 +102,8 @@ def _exact_outputs(
     return [sum((r * v for r, v in zip(row, noisy, strict=True) if r), Fraction(0)) for row in R]
 
 
-def _vector(
-    name: str, params: dict[str, Any], horizon: int, rng: np.random.Generator
-) -> dict[str, Any]:
+def _vector(case: GoldenCase) -> dict[str, Any]:
+    name, params, horizon, rng = case.mechanism, case.params, case.horizon, case.rng()
     m = build_mechanism(name, epsilon=EPSILON, **params)
     plan = m.plan(horizon)
     stream = rng.integers(0, 2, horizon).astype(int).tolist()
@@ -89,6 +118,7 @@ def _vector(
         and plan.base == 1
     )
     return {
+        "case": case.name,
         "mechanism": name,
         "parameters": {k: v if isinstance(v, int) else str(v) for k, v in params.items()},
         "epsilon": _frac(EPSILON),
@@ -110,11 +140,10 @@ def _vector(
 
 def golden_vectors() -> dict[str, Any]:
     """Generate the golden-vector document (deterministic)."""
-    rng = np.random.default_rng(SEED)
-    known = set(mechanism_names())
-    vectors = [_vector(n, p, t, rng) for n, p, t in GOLDEN_CASES if n in known]
+    vectors = [_vector(case) for case in golden_cases()]
     return {
         "format": FORMAT,
+        "seeds": f"per vector: SeedSequence([{SEED}, first 16 bytes of sha256(case) as an int])",
         "noise_grid": f"2^-{GRID_BITS}",
         "canonical_order": "release time ascending, then interval length ascending, then "
         "instance index; Two-Level: item node before block node",

@@ -31,11 +31,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from math import gcd
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # scipy.sparse costs ~0.2 s to import: loaded where a matrix is built
+    import scipy.sparse as sp
 
 from dpref.errors import ParameterError, PlanCheckError
 from dpref.validation import ceil_float
@@ -78,6 +80,8 @@ class ExactSparse:
 
     def to_scipy(self) -> sp.csr_matrix:
         """The matrix as a float64 ``scipy.sparse.csr_matrix`` (values rounded to nearest)."""
+        import scipy.sparse as sp
+
         vals = np.array([float(v) for v in self.table], dtype=np.float64)[self.idx]
         return sp.csr_matrix((vals, self.indices, self.indptr), shape=self.shape)
 
@@ -334,6 +338,8 @@ class LinearPlan:
 
     def A(self) -> sp.csr_matrix:
         """The node matrix A (nodes × T) as float64 sparse."""
+        import scipy.sparse as sp
+
         lengths = (self.hi - self.lo + 1).astype(np.int64)
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         total = int(indptr[-1])
@@ -352,6 +358,8 @@ class LinearPlan:
 
     def Q(self) -> sp.csr_matrix:
         """The target Q (T × T) as float64 sparse."""
+        import scipy.sparse as sp
+
         tr = self.target
         rows = np.repeat(np.arange(self.horizon, dtype=np.int64), np.diff(tr.indptr))
         lengths = tr.hi - tr.lo + 1

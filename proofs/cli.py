@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from typing import TYPE_CHECKING
 
+from dpref.cli.common import DprefParser
+from dpref.errors import DprefError
 from dpref.verify import VerifyOptions, VerifyRow
-from proofs.core import ClaimResult
-from proofs.registry import prove_all
+
+if TYPE_CHECKING:
+    from proofs.core import ClaimResult
 
 __all__ = ["add_parser", "main", "run", "verify_suite"]
 
@@ -50,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     names = tuple(args.mechanism or ())
     if not args.json:
         print(f"{'mechanism':<12} {'claim':<24} {'status':<22} {'seconds':>7}", flush=True)
+    from proofs.registry import prove_all  # sympy: loaded when proving, not for `dpref --help`
+
     start = time.perf_counter()
     rows = prove_all(names)
     passed = all(r.passed for r in rows)
@@ -66,23 +73,20 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m proofs``: the same as ``dpref prove``."""
-    from dpref.cli import _Parser
-    from dpref.errors import DprefError
-
-    parser = _Parser(prog="python -m proofs", description=__doc__)
+    parser = DprefParser(prog="python -m proofs", description=__doc__)
     _add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         return run(args)
     except DprefError as exc:
-        import sys
-
         sys.stderr.write(f"proofs: error: {exc}\n")
         return 2
 
 
 def verify_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """``dpref verify``'s ``proofs`` suite: one row per mechanism (checks = its claims)."""
+    from proofs.registry import prove_all
+
     rows = prove_all(tuple(opts.mechanisms))
     out: list[VerifyRow] = []
     for name in dict.fromkeys(r.mechanism for r in rows):

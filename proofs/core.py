@@ -27,6 +27,8 @@ from typing import Any
 
 import sympy as sp
 
+from dpref.mechanisms import MECHANISMS
+
 __all__ = [
     "FAILED",
     "PROVEN",
@@ -38,6 +40,7 @@ __all__ = [
     "check_identity",
     "check_sign",
     "checked",
+    "label",
     "proven",
     "run_claim",
 ]
@@ -231,3 +234,9 @@ def check_sign(expr: Any, sign: str, what: str) -> None:
     if decided is not True:
         verdict = "is false" if decided is False else "could not be decided"
         raise ProofFailure(f"{what}: '{value} is {sign}' {verdict}")
+
+
+def label(cls: type[Any]) -> str:
+    """Row label: the command-line name of a registered class, else the class name."""
+    name = getattr(cls, "name", "")
+    return str(name) if MECHANISMS.get(name) is cls else cls.__name__

@@ -85,6 +85,7 @@ from proofs.core import (
     i,
     j,
     k,
+    label,
     popcount,
     proven,
     q,
@@ -498,8 +499,6 @@ def _prove(family: str) -> Callable[[type[Any], int], list[ClaimResult]]:
     spec = _SPECS[family]
 
     def prove(cls: type[Any], limit: int) -> list[ClaimResult]:
-        from proofs.registry import label
-
         name = label(cls)
         m = _make(cls, 16)
         rows = [

@@ -1,9 +1,11 @@
 """Which proof module proves which mechanism class.
 
-Every class in :data:`dpref.MECHANISMS` must map (through its MRO, so a subclass is
-held to its parent's theorem) to a module in :data:`PROOF_MODULES`, and that module
-must name the class in its ``PROOFS`` dict; ``tests/test_proofs_registry.py`` fails
-when one is missing (OpenDP's rule: an unproven construction does not build).
+Every class in :data:`dpref.MECHANISMS` points at its proof file (its ``proof``
+attribute, inherited from the family's base class; :data:`PROOF_MODULES` is derived
+from those pointers), and that module must name the class — or, for a subclass, the
+nearest ancestor whose theorem it is held to — in its ``PROOFS`` dict;
+``tests/test_proofs_registry.py`` fails when one is missing (OpenDP's rule: an unproven
+construction does not build).
 
 A proof module exposes
 
@@ -20,7 +22,7 @@ from typing import Any
 
 from dpref.errors import ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
-from proofs.core import FAILED, ClaimResult
+from proofs.core import FAILED, ClaimResult, label
 
 __all__ = [
     "EXHAUSTIVE_LIMIT",
@@ -37,22 +39,37 @@ ProofFn = Callable[[type[Any], int], list[ClaimResult]]
 EXHAUSTIVE_LIMIT = 4096
 """Exhaustive checks run for every T (or t) up to this (2¹²)."""
 
-PROOF_MODULES: dict[str, str] = {
-    "dpref.mechanisms.counting.SimpleI": "proofs.counting",
-    "dpref.mechanisms.counting.SimpleII": "proofs.counting",
-    "dpref.mechanisms.counting.TwoLevel": "proofs.counting",
-    "dpref.mechanisms.counting.Binary": "proofs.counting",
-    "dpref.mechanisms.counting.Hybrid": "proofs.counting",
-    "dpref.mechanisms.decayed.WindowSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.AllWindowSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.ExponentialSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.PolynomialSum": "proofs.decayed",
-}
-"""Fully qualified mechanism class → the proof module that proves it."""
+
+def proof_module(cls: type[Any]) -> str | None:
+    """The module named by the proof pointer ``cls`` declares in its own body, if any.
+
+    The pointer is a file path from the repository root (``"proofs/counting.py"``, the
+    OpenDP habit of keeping the proof's location on the implementation); the module is
+    its dotted form.
+    """
+    pointer = cls.__dict__.get("proof")
+    if not isinstance(pointer, str) or not pointer.endswith(".py"):
+        return None
+    return pointer[: -len(".py")].replace("/", ".")
 
 
 def _qualname(cls: type[Any]) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def proof_modules() -> dict[str, str]:
+    """Fully qualified registered class → the proof module that proves it (derived)."""
+    out: dict[str, str] = {}
+    for cls in MECHANISMS.values():
+        module = next((m for m in map(proof_module, cls.__mro__) if m is not None), None)
+        if module is not None:
+            out[_qualname(cls)] = module
+    return out
+
+
+PROOF_MODULES: dict[str, str] = proof_modules()
+"""Fully qualified mechanism class → the proof module that proves it (read from the
+classes' ``proof`` pointers when this module is imported)."""
 
 
 def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
@@ -60,24 +77,17 @@ def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
 
     Raises :class:`~dpref.errors.ParameterError` when no proof is registered.
     """
+    module_name = next((m for m in map(proof_module, cls.__mro__) if m is not None), None)
+    if module_name is None:
+        raise ParameterError(f"mechanism={cls.__name__}: no proof module registered for it")
+    proofs: dict[str, ProofFn] = getattr(importlib.import_module(module_name), "PROOFS", {})
     for base in cls.__mro__:
-        module_name = PROOF_MODULES.get(_qualname(base))
-        if module_name is None:
-            continue
-        module = importlib.import_module(module_name)
-        proofs: dict[str, ProofFn] = getattr(module, "PROOFS", {})
         fn = proofs.get(base.__qualname__)
-        if fn is None:
-            raise ParameterError(
-                f"mechanism={cls.__name__}: {module_name}.PROOFS has no entry {base.__qualname__!r}"
-            )
-        return base, fn
-    raise ParameterError(f"mechanism={cls.__name__}: no proof module registered for it")
-
-
-def label(cls: type[Mechanism]) -> str:
-    """Row label: the command-line name of a registered class, else the class name."""
-    return cls.name if MECHANISMS.get(cls.name) is cls else cls.__name__
+        if fn is not None:
+            return base, fn
+    raise ParameterError(
+        f"mechanism={cls.__name__}: {module_name}.PROOFS has no entry {cls.__qualname__!r}"
+    )
 
 
 def prove(cls: type[Mechanism], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:

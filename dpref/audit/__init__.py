@@ -6,11 +6,20 @@ conformance to a reference mechanism.
 * :func:`exact_loss` — the exact loss of a built-in mechanism at small T;
 * targets are dpref mechanisms or untrusted callables ``f(stream, rng)``
   (:func:`as_target`), whose crashes become :class:`Finding` s.
+
+The names load on first use (PEP 562): the statistics behind them import scipy.stats,
+which ``import dpref`` and ``dpref --help`` should not pay for.
 """
 
-from dpref.audit.exact import ExactLoss, exact_loss
-from dpref.audit.loss import AuditReport, EventResult, NeighbourPair, audit, standard_pairs
-from dpref.audit.targets import Finding, Target, as_target, load_callable
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpref.audit.exact import ExactLoss, exact_loss
+    from dpref.audit.loss import AuditReport, EventResult, NeighbourPair, audit, standard_pairs
+    from dpref.audit.targets import Finding, Target, as_target, load_callable
 
 __all__ = [
     "AuditReport",
@@ -25,3 +34,30 @@ __all__ = [
     "load_callable",
     "standard_pairs",
 ]
+
+_HOME = {
+    "ExactLoss": "exact",
+    "exact_loss": "exact",
+    "AuditReport": "loss",
+    "EventResult": "loss",
+    "NeighbourPair": "loss",
+    "audit": "loss",
+    "standard_pairs": "loss",
+    "Finding": "targets",
+    "Target": "targets",
+    "as_target": "targets",
+    "load_callable": "targets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dpref.audit.conform import conform
-from dpref.audit.loss import audit
-from dpref.audit.targets import Target, as_target
+from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.registry import mechanism_names
 from dpref.validation import fmt
 
+if TYPE_CHECKING:
+    from dpref.audit.targets import Target
+
+# The audit machinery (scipy.stats) is imported by the commands when they run, not
+# when `dpref --help` builds the parser.
+
 __all__ = ["add_parser", "run", "run_audit", "run_conform"]
 
 
 def _mechanism_named(args: argparse.Namespace, name: str) -> Mechanism:
-    from dpref.cli import mechanism_from_args
-
     ns = argparse.Namespace(**vars(args))
     ns.mechanism = name
     mech: Mechanism = mechanism_from_args(ns, horizon=args.horizon)
@@ -35,6 +37,8 @@ def _mechanism_named(args: argparse.Namespace, name: str) -> Mechanism:
 
 
 def _target(args: argparse.Namespace) -> Target:
+    from dpref.audit.targets import as_target
+
     spec = args.target
     if spec in mechanism_names():
         return as_target(_mechanism_named(args, spec), timeout=args.timeout)
@@ -67,8 +71,6 @@ def _parse_pair(text: str) -> tuple[list[float], list[float]]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from dpref.cli import add_mechanism_args
-
     p.add_argument(
         "target",
         help="a mechanism name (" + ", ".join(mechanism_names()) + ") or module:function / "
@@ -143,13 +145,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
+    from dpref.audit.loss import audit
+
     T = _need_horizon(args)
     target = _target(args)
     reference = _mechanism_named(args, args.reference) if args.reference else None
     domain = None
     if target.mechanism is None and reference is None:
-        from dpref.cli import parse_domain
-
         domain = parse_domain(args.domain, args.neighbours)
     pairs = [_parse_pair(t) for t in args.pair] if args.pair else None
     report = audit(
@@ -172,6 +174,8 @@ def run_audit(args: argparse.Namespace) -> int:
 
 def run_conform(args: argparse.Namespace) -> int:
     """``dpref conform``."""
+    from dpref.audit.conform import conform
+
     T = _need_horizon(args)
     target = _target(args)
     reference = _mechanism_named(args, args.reference)

@@ -1,6 +1,6 @@
 """``dpref verify`` suite: a quick audit of every built-in mechanism.
 
-For each registered mechanism (at T = 4, ε = 1, default parameters):
+For each registered mechanism (at T = 4, ε = 1, its first declared example):
 
 1. the exact privacy loss of its outputs (:func:`~dpref.audit.exact.exact_loss`)
    is at most the declared ε;
@@ -16,41 +16,32 @@ their false-alarm rates are stated above.
 from __future__ import annotations
 
 import time
-from fractions import Fraction
-from typing import Any
 
 from dpref.audit.conform import conform
 from dpref.audit.exact import exact_loss
 from dpref.audit.loss import audit
-from dpref.errors import DprefError
-from dpref.mechanisms import Mechanism
-from dpref.registry import MECHANISM_PARAMS, build_mechanism, mechanism_names
+from dpref.errors import DprefError, ParameterError
+from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.verify import VerifyOptions, VerifyRow
 
 __all__ = ["audit_suite"]
-
-_DEFAULTS: dict[str, Any] = {
-    "window": 3,
-    "delta": 2,
-    "alpha": Fraction(1, 2),
-    "c": 2,
-    "beta": Fraction(1, 2),
-}
-"""Parameters for mechanisms that need more than ε and T (decayed sums)."""
 
 _AUDIT_T = 4
 _CONFORM_T = 16
 
 
 def _build(name: str, horizon: int) -> Mechanism:
-    params = {k: v for k, v in _DEFAULTS.items() if k in MECHANISM_PARAMS.get(name, ())}
-    return build_mechanism(name, epsilon=1, horizon=horizon, **params)
+    """The mechanism's first (default) example at ε = 1, held to the horizon T."""
+    cls = MECHANISMS[name]
+    if not cls.examples:
+        raise ParameterError(f"mechanism={name!r}: declares no examples")
+    return cls(epsilon=1, **{**cls.examples[0].kwargs(cls, horizon), "horizon": horizon})
 
 
 def audit_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Exact loss ≤ ε, no proven violation, self-conformance, per mechanism."""
     rows = []
-    for name in opts.mechanisms or tuple(mechanism_names()):
+    for name in opts.mechanisms or tuple(MECHANISMS):
         start = time.perf_counter()
         try:
             m4 = _build(name, _AUDIT_T)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy.signal import fftconvolve
 
-from dpref.bench import _best_of
+from dpref.bench import best_of
 from dpref.lower_bounds import lower_bound
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 
@@ -130,8 +130,8 @@ def _speed_rows(quick: bool) -> list[Row]:
             mech.release(x, rng=4)
 
         subject()
-        base = _best_of(baseline, 3)
-        value = _best_of(subject, 3)
+        base = best_of(baseline, 3)
+        value = best_of(subject, 3)
         rows.append(
             {
                 "name": f"{type(m).__name__}.release T={T:,}",

@@ -1,0 +1,48 @@
+"""``dpref release MECHANISM``: one noisy estimate per item of a stream."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from dpref.cli.common import add_mechanism_args, mechanism_from_args, read_stream
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``release`` subcommand."""
+    p = subparsers.add_parser("release", help="release a noisy estimate after every item")
+    add_mechanism_args(p)
+    p.add_argument("--seed", type=int, default=None, help="random seed (reproducible output)")
+    p.add_argument("--input", default="-", help="FILE (one value per line, or .npy) or - for stdin")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Release the stream read from ``--input``; with ``--json`` also the exact std."""
+    stream = read_stream(args.input)
+    mech = mechanism_from_args(args, horizon=max(1, stream.size))
+    out = mech.release(stream, rng=args.seed)
+    if not args.json:
+        sys.stdout.write("".join(f"{v!r}\n" for v in out.tolist()))
+        return 0
+    std = np.sqrt(mech.variance(stream.size))
+    print(
+        json.dumps(
+            {
+                "mechanism": args.mechanism,
+                "parameters": repr(mech),
+                "epsilon": str(mech.declared_epsilon),
+                "seed": args.seed,
+                "estimates": out.tolist(),
+                "std": std.tolist(),
+            }
+        )
+    )
+    return 0
