@@ -148,7 +148,8 @@ def test_cli_golden_check_of_a_malformed_file(
 
 def test_cli_verify_max_horizon_above_random_max(capsys: pytest.CaptureFixture[str]) -> None:
     """``--max-horizon 2048`` left no range for the random T: ``ValueError: low >= high``."""
-    from dpref.verify import VerifyOptions, _horizons
+    from dpref.verify import VerifyOptions
+    from dpref.verify.plans import _horizons
 
     opts = VerifyOptions(max_exhaustive=2048, random_max=2048)
     assert _horizons(opts, np.random.default_rng(0)) == list(range(1, 2049))
