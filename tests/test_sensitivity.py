@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import sensitivity_cases
 
-from dpref.cli_sensitivity import add_parser, run
 from dpref.domains import bounded_integers, bounded_reals
 from dpref.errors import DprefError, DprefTypeError, EnumerationBudgetError, ParameterError
 from dpref.sensitivity import (
@@ -25,6 +24,7 @@ from dpref.sensitivity import (
     global_sensitivity_table,
     stream_item_sensitivity,
 )
+from dpref.sensitivity.cli import add_parser, run
 
 ABSENCE = [1, 2, 3, 4, 5, 6, 7, 8, 15, 20]
 
