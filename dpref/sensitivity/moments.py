@@ -199,64 +199,98 @@ def _fast_moment(prob: _Problem, budget: int) -> Fraction | float:
     .. [2] C. Dwork, A. Roth, "The Algorithmic Foundations of Differential Privacy",
        2014, Def. 3.1 (ℓ1 sensitivity).
     """
-    n, k = prob.n, prob.k
-    want_std = prob.query.kind == "std"
     _check_budget(_moment_work(prob), budget, "structured var/std candidates")
-    best_float = 0.0
-    best_exact = Fraction(0)
     if prob.model == "bounded":
-        people = _people(prob, n)
-        core = n - k
-        hi_lo: list[tuple[int, int]] = []
-        for start, span, holes in _bounded_cores(len(people), core, k):
-            if core:
-                inside = set(holes)
-                kept = [people[i] for i in range(start, start + span) if i not in inside]
-                rest = [*people[:start], *(people[i] for i in holes), *people[start + span :]]
-            else:
-                kept, rest = [], list(people)
-            s1 = sum(kept)
-            s2 = sum(x * x for x in kept)
-            hi_lo.append(_moment_extremes(rest, k, n, s1, s2))
-        if want_std:
-            best_float = max((math.sqrt(hi) - math.sqrt(lo)) / n for hi, lo in hi_lo)
-            return max(best_float, 0.0) / prob.scale
-        top = max(hi - lo for hi, lo in hi_lo)
-        return Fraction(max(top, 0), n * n * prob.scale * prob.scale)
+        return _bounded_moment(prob)
+    if prob.query.kind == "std":
+        return _unbounded_std(prob)
+    return _unbounded_var(prob)
+
+
+def _bounded_moment(prob: _Problem) -> Fraction | float:
+    """Lemma B: the best ``D = C + A``, ``D' = C + B`` over the candidate cores ``C``."""
+    n = prob.n
+    hi_lo = _bounded_extremes(prob)
+    if prob.query.kind == "std":
+        best = max((math.sqrt(hi) - math.sqrt(lo)) / n for hi, lo in hi_lo)
+        return max(best, 0.0) / prob.scale
+    top = max(hi - lo for hi, lo in hi_lo)
+    return Fraction(max(top, 0), n * n * prob.scale * prob.scale)
+
+
+def _bounded_extremes(prob: _Problem) -> list[tuple[int, int]]:
+    """For each core of :func:`_bounded_cores`, max and min of ``n·SS`` over ``k`` more."""
+    n, k = prob.n, prob.k
+    people = _people(prob, n)
+    core = n - k
+    hi_lo: list[tuple[int, int]] = []
+    for start, span, holes in _bounded_cores(len(people), core, k):
+        if core:
+            inside = set(holes)
+            kept = [people[i] for i in range(start, start + span) if i not in inside]
+            rest = [*people[:start], *(people[i] for i in holes), *people[start + span :]]
+        else:
+            kept, rest = [], list(people)
+        s1 = sum(kept)
+        s2 = sum(x * x for x in kept)
+        hi_lo.append(_moment_extremes(rest, k, n, s1, s2))
+    return hi_lo
+
+
+def _unbounded_var(prob: _Problem) -> Fraction:
+    """Lemmas U and D with θ = 1, both directions compared exactly over ``s²ℓ²``."""
+    k = prob.k
+    best = Fraction(0)
     for small, big in prob.unbounded_sides():
         people = _people(prob, big)
         a2, b2 = small * small, big * big
         top = 0
         for own, num in _unbounded_pairs(people, small, k, down=False):
-            if want_std:
-                best_float = max(best_float, math.sqrt(num) / big - math.sqrt(own) / small)
-            else:
-                top = max(top, num * a2 - own * b2)
+            top = max(top, num * a2 - own * b2)
         if small >= 2:
-            if want_std and _std_down_needs_search(small, big):
-                vals = prob.vals
-                caps = _caps_for(prob, big)
-                for counts in _submultisets(caps, small):
-                    s1 = sum(c * v for c, v in zip(counts, vals, strict=True))
-                    s2 = sum(c * v * v for c, v in zip(counts, vals, strict=True))
-                    rest = [
-                        v
-                        for v, c, cap in zip(vals, counts, caps, strict=True)
-                        for _ in range(min(k, cap - c))
-                    ]
-                    if len(rest) < k:
-                        continue
-                    _, lo = _moment_extremes(rest, k, big, s1, s2)
-                    own = small * s2 - s1 * s1
-                    best_float = max(best_float, math.sqrt(own) / small - math.sqrt(lo) / big)
-            else:
-                for own, num in _unbounded_pairs(people, small, k, down=True):
-                    if want_std:
-                        best_float = max(best_float, math.sqrt(own) / small - math.sqrt(num) / big)
-                    else:
-                        top = max(top, own * b2 - num * a2)
-        if not want_std:
-            best_exact = max(best_exact, Fraction(top, a2 * b2))
-    if want_std:
-        return best_float / prob.scale
-    return best_exact / (prob.scale * prob.scale)
+            for own, num in _unbounded_pairs(people, small, k, down=True):
+                top = max(top, own * b2 - num * a2)
+        best = max(best, Fraction(top, a2 * b2))
+    return best / (prob.scale * prob.scale)
+
+
+def _unbounded_std(prob: _Problem) -> float:
+    """Lemmas U and D for std; the cases Lemma D does not cover use :func:`_std_down_search`."""
+    k = prob.k
+    best = 0.0
+    for small, big in prob.unbounded_sides():
+        people = _people(prob, big)
+        for own, num in _unbounded_pairs(people, small, k, down=False):
+            best = max(best, math.sqrt(num) / big - math.sqrt(own) / small)
+        if small < 2:
+            continue
+        if _std_down_needs_search(small, big):
+            down = _std_down_search(prob, small, big)
+        else:
+            down = (
+                math.sqrt(own) / small - math.sqrt(num) / big
+                for own, num in _unbounded_pairs(people, small, k, down=True)
+            )
+        for gap in down:
+            best = max(best, gap)
+    return best / prob.scale
+
+
+def _std_down_search(prob: _Problem, small: int, big: int) -> Iterator[float]:
+    """``σ(S) − σ(L)`` for every ``S`` of ``small`` records and its best contiguous ``X`` (E2).
+
+    For the std cases where Lemma D's third exchange may fail (``s = 2``, ``ℓ ≤ 5``).
+    """
+    k, vals = prob.k, prob.vals
+    caps = _caps_for(prob, big)
+    for counts in _submultisets(caps, small):
+        s1 = sum(c * v for c, v in zip(counts, vals, strict=True))
+        s2 = sum(c * v * v for c, v in zip(counts, vals, strict=True))
+        rest = [
+            v for v, c, cap in zip(vals, counts, caps, strict=True) for _ in range(min(k, cap - c))
+        ]
+        if len(rest) < k:
+            continue
+        _, lo = _moment_extremes(rest, k, big, s1, s2)
+        own = small * s2 - s1 * s1
+        yield math.sqrt(own) / small - math.sqrt(lo) / big
