@@ -49,8 +49,9 @@ def test_fast_equals_oracle(case: dict[str, Any]) -> None:
         assert fast == oracle
 
 
-# Larger universes for the structured var/std and percentile algorithms (Lemmas U, D, B
-# and the prefix + suffix lemma in dpref/sensitivity.py): more room between blocks.
+# Larger universes for the structured var/std and percentile algorithms (Lemmas U, D, B in
+# dpref/sensitivity/moments.py, the prefix + suffix lemma in percentiles.py): more room between
+# blocks.
 _WIDE_QUERIES = ("var", "std", "median", "percentile_10", "percentile_75", "percentile_90")
 
 
