@@ -1,9 +1,8 @@
 """The event-level sensitivity of one stream item, for :mod:`dpref.domains`.
 
-Light on purpose: importing this module loads no other part of the calculator (and
-nothing of :mod:`dpref` above :mod:`dpref.errors` and :mod:`dpref.validation`), so
-:mod:`dpref.domains` can import it at module level.  The calculator is loaded on the first
-call.
+Light on purpose: importing this module loads no other part of the calculator, and of
+:mod:`dpref` only :mod:`dpref.errors` and :mod:`dpref.validation`, so :mod:`dpref.domains`
+can import it at module level without a cycle.  The calculator is loaded on the first call.
 """
 
 from __future__ import annotations

@@ -158,6 +158,13 @@ def _validate(
 # --------------------------------------------------------------------------- records and budgets
 
 
+def _caps_for(prob: _Problem, limit: int) -> tuple[int, ...]:
+    """Capacities of each value, a range's being ``limit`` (never more is needed)."""
+    if prob.caps is None:
+        return tuple(limit for _ in prob.vals)
+    return tuple(min(c, limit) for c in prob.caps)
+
+
 def _people(prob: _Problem, limit: int) -> list[int]:
     """The sorted records a dataset may use (a range value repeated ``limit`` times)."""
     caps = _caps_for(prob, limit)
@@ -172,21 +179,6 @@ def _count_submultisets(caps: Sequence[int], r: int) -> int:
         prefix = list(itertools.accumulate(poly))
         poly = [prefix[j] - (prefix[j - c - 1] if j - c - 1 >= 0 else 0) for j in range(r + 1)]
     return poly[r]
-
-
-def _caps_for(prob: _Problem, limit: int) -> tuple[int, ...]:
-    """Capacities of each value, a range's being ``limit`` (never more is needed)."""
-    if prob.caps is None:
-        return tuple(limit for _ in prob.vals)
-    return tuple(min(c, limit) for c in prob.caps)
-
-
-def _check_budget(work: int, budget: int, what: str) -> None:
-    if work > budget:
-        raise EnumerationBudgetError(
-            f"max_enumeration={budget}: the {what} needs about {work} steps; raise "
-            "max_enumeration or shrink the universe, size or hamming"
-        )
 
 
 def _submultisets(caps: Sequence[int], r: int) -> Iterator[list[int]]:
@@ -207,3 +199,11 @@ def _submultisets(caps: Sequence[int], r: int) -> Iterator[list[int]]:
         counts[i] = 0
 
     yield from rec(0, r)
+
+
+def _check_budget(work: int, budget: int, what: str) -> None:
+    if work > budget:
+        raise EnumerationBudgetError(
+            f"max_enumeration={budget}: the {what} needs about {work} steps; raise "
+            "max_enumeration or shrink the universe, size or hamming"
+        )
