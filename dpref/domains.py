@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.errors import DomainError, ParameterError
+from dpref.sensitivity.items import stream_item_sensitivity
 from dpref.validation import check_fraction, check_real_vector, fmt
 
 __all__ = ["Domain", "Neighbours", "bits", "bounded_integers", "bounded_reals"]
@@ -72,8 +73,6 @@ class Domain:
     @property
     def sensitivity(self) -> Fraction:
         """Event-level sensitivity Δ of one item (exact)."""
-        from dpref.sensitivity import stream_item_sensitivity
-
         return stream_item_sensitivity(self.lower, self.upper, self.neighbours)
 
     @property

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import sensitivity_cases
 
-from dpref.cli_sensitivity import add_parser, run
 from dpref.domains import bounded_integers, bounded_reals
 from dpref.errors import DprefError, DprefTypeError, EnumerationBudgetError, ParameterError
 from dpref.sensitivity import (
@@ -25,6 +24,7 @@ from dpref.sensitivity import (
     global_sensitivity_table,
     stream_item_sensitivity,
 )
+from dpref.sensitivity.cli import add_parser, run
 
 ABSENCE = [1, 2, 3, 4, 5, 6, 7, 8, 15, 20]
 
@@ -49,8 +49,9 @@ def test_fast_equals_oracle(case: dict[str, Any]) -> None:
         assert fast == oracle
 
 
-# Larger universes for the structured var/std and percentile algorithms (Lemmas U, D, B
-# and the prefix + suffix lemma in dpref/sensitivity.py): more room between blocks.
+# Larger universes for the structured var/std and percentile algorithms (Lemmas U, D, B in
+# dpref/sensitivity/moments.py, the prefix + suffix lemma in percentiles.py): more room between
+# blocks.
 _WIDE_QUERIES = ("var", "std", "median", "percentile_10", "percentile_75", "percentile_90")
 
 

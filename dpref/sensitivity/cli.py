@@ -16,7 +16,8 @@ from fractions import Fraction
 from typing import Any
 
 from dpref.errors import DprefError, ParameterError
-from dpref.sensitivity import NOTEBOOK_QUERIES, global_sensitivity
+from dpref.sensitivity.api import global_sensitivity
+from dpref.sensitivity.queries import NOTEBOOK_QUERIES
 
 __all__ = ["add_parser", "run"]
 
