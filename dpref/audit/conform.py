@@ -320,90 +320,22 @@ def conform(
         tqdm progress bar on stderr for long runs.
     """
     start = time.perf_counter()
-    if not isinstance(reference, Mechanism):
-        raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
-    tgt = as_target(target, timeout=timeout)
-    T = check_positive_int("horizon", horizon)
-    n = check_positive_int("runs", runs)
-    if n < 20:
-        raise ParameterError(f"runs={n}: must be >= 20")
-    a = float(alpha)
-    if isinstance(alpha, bool) or not 0 < a < 1:
-        raise ParameterError(f"alpha={fmt(alpha)}: must be in (0, 1)")
-    if reference.horizon is not None and reference.horizon < T:
-        raise ParameterError(f"horizon={T}: exceeds the reference's horizon={reference.horizon}")
-    gen = seeded(seed)
-    if stream is None:
-        x = _random_stream(T, reference, gen)
-    else:
-        x = reference.domain.check_stream("stream", stream)
-        if x.size != T:
-            raise ParameterError(f"stream: length {x.size}, expected horizon={T}")
-    a_stat = a / _N_STAT_CHECKS
-    checks: list[Check] = []
-    bar = Progress(total=n, enabled=progress, unit="runs")
-
-    # ---------------------------------------------------------- crashes
-    crash_fail: list[Finding] = []
-    hs = crash_horizons(T)
-    for h in hs:
-        xs = _random_stream(h, reference, gen)
-        try:
-            tgt.call_once(xs, np.random.default_rng([h, int(gen.integers(2**32))]))
-        except TargetFailure as exc:
-            crash_fail.append(exc.finding)
-    checks.append(
-        Check(
-            "crashes",
-            not crash_fail,
-            None,
-            None,
-            None,
-            0.0,
-            (f"ran at T = {', '.join(map(str, hs))} without error")
-            if not crash_fail
-            else _crash_detail(crash_fail),
-        )
+    tgt, T, n, a = _conform_options(
+        target, reference, horizon=horizon, runs=runs, alpha=alpha, timeout=timeout
     )
-
-    # ------------------------------------------------------ main sample
-    Y: FloatArray | None
-    try:
-        Y = tgt.sample(x, n, gen, bar.update)
-    except TargetFailure as exc:
-        Y = None
-        main_failure = exc.finding
+    gen = seeded(seed)
+    x = _test_stream(stream, T, reference, gen)
+    a_stat = a / _N_STAT_CHECKS
+    bar = Progress(total=n, enabled=progress, unit="runs")
+    checks = [_crashes(tgt, T, reference, gen)]
+    Y = _main_sample(tgt, x, n, gen, bar)
     bar.close()
-
-    # ------------------------------------------------------- causality
     checks.append(_causality(tgt, x, reference, gen))
-
-    ratio_info: dict[str, float] | None = None
-    implied: dict[str, float] | None = None
-    if Y is None:
-        for name in ("unbiased", "noise-law", "noise-scale", "variance"):
-            checks.append(Check(name, None, None, None, None, a_stat, f"not run: {main_failure}"))
+    if isinstance(Y, Finding):
+        stat = _StatChecks.not_run(Y, a_stat)
     else:
-        truth = reference.target(x)
-        checks.append(_unbiased(Y, truth, a_stat))
-        plan = reference.plan(T)
-        rec = _recovery(plan)
-        ref_var = reference.variance(T)
-        if rec is not None and reference.noise == "laplace":
-            law, scale, ratio_info, implied = _noise_checks(Y, x, plan, rec, a_stat, reference)
-            checks += [law, scale]
-        else:
-            why = (
-                "R restricted to its used nodes is not invertible"
-                if rec is None
-                else "the reference uses discrete noise (KS needs a continuous law)"
-            )
-            checks.append(Check("noise-law", None, None, None, None, a_stat, f"not run: {why}"))
-            scale, ratio_info, implied = _variance_scale(Y, ref_var, a_stat, reference)
-            checks.append(scale)
-        _, ref_k4 = _step_cumulants(reference, plan)
-        checks.append(_variance(Y, ref_var, ref_k4, a_stat))
-
+        stat = _statistical_checks(Y, x, reference, T, a_stat)
+    checks += stat.checks
     findings = list(tgt.findings)
     conforms = all(c.passed is not False for c in checks) and not [
         f for f in findings if f.kind != "not-deterministic"
@@ -416,13 +348,136 @@ def conform(
         alpha=a,
         conforms=conforms,
         checks=checks,
-        noise_scale_ratio=ratio_info,
-        implied_epsilon=implied,
+        noise_scale_ratio=stat.ratio_info,
+        implied_epsilon=stat.implied,
         claimed_epsilon=reference.declared_epsilon,
         seconds=time.perf_counter() - start,
         findings=findings,
         seed=seed if isinstance(seed, int | type(None)) else repr(seed),
     )
+
+
+def _conform_options(
+    target: Any, reference: Mechanism, *, horizon: Any, runs: Any, alpha: Any, timeout: float | None
+) -> tuple[Target, int, int, float]:
+    """Check the arguments of :func:`conform` (in its order of errors): target, T, runs, alpha."""
+    if not isinstance(reference, Mechanism):
+        raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
+    tgt = as_target(target, timeout=timeout)
+    T = check_positive_int("horizon", horizon)
+    n = check_positive_int("runs", runs)
+    if n < 20:
+        raise ParameterError(f"runs={n}: must be >= 20")
+    a = float(alpha)
+    if isinstance(alpha, bool) or not 0 < a < 1:
+        raise ParameterError(f"alpha={fmt(alpha)}: must be in (0, 1)")
+    if reference.horizon is not None and reference.horizon < T:
+        raise ParameterError(f"horizon={T}: exceeds the reference's horizon={reference.horizon}")
+    return tgt, T, n, a
+
+
+def _test_stream(stream: Any, T: int, reference: Mechanism, gen: np.random.Generator) -> FloatArray:
+    """The given stream (checked against the reference's domain), else a random one."""
+    if stream is None:
+        return _random_stream(T, reference, gen)
+    x = reference.domain.check_stream("stream", stream)
+    if x.size != T:
+        raise ParameterError(f"stream: length {x.size}, expected horizon={T}")
+    return x
+
+
+def _crashes(tgt: Target, T: int, reference: Mechanism, gen: np.random.Generator) -> Check:
+    """Run the target once at each of :func:`crash_horizons` on a random stream."""
+    crash_fail: list[Finding] = []
+    hs = crash_horizons(T)
+    for h in hs:
+        xs = _random_stream(h, reference, gen)
+        try:
+            tgt.call_once(xs, np.random.default_rng([h, int(gen.integers(2**32))]))
+        except TargetFailure as exc:
+            crash_fail.append(exc.finding)
+    return Check(
+        "crashes",
+        not crash_fail,
+        None,
+        None,
+        None,
+        0.0,
+        (f"ran at T = {', '.join(map(str, hs))} without error")
+        if not crash_fail
+        else _crash_detail(crash_fail),
+    )
+
+
+def _main_sample(
+    tgt: Target, x: FloatArray, n: int, gen: np.random.Generator, bar: Progress
+) -> FloatArray | Finding:
+    """``n`` runs of the target on the test stream, or what went wrong."""
+    try:
+        return tgt.sample(x, n, gen, bar.update)
+    except TargetFailure as exc:
+        return exc.finding
+
+
+@dataclass(frozen=True)
+class _StatChecks:
+    """The statistical checks and the scale estimates they produced."""
+
+    checks: list[Check]
+    """unbiased, noise-law, noise-scale, variance."""
+    ratio_info: dict[str, float] | None
+    """Target/reference scale: estimate, low, high."""
+    implied: dict[str, float] | None
+    """The ε the estimated scales imply, when the target adds less noise."""
+
+    @staticmethod
+    def not_run(failure: Finding, a: float) -> _StatChecks:
+        """Every statistical check marked not run: the main sample failed."""
+        return _StatChecks(
+            [
+                Check(name, None, None, None, None, a, f"not run: {failure}")
+                for name in ("unbiased", "noise-law", "noise-scale", "variance")
+            ],
+            None,
+            None,
+        )
+
+
+def _statistical_checks(
+    Y: FloatArray, x: FloatArray, reference: Mechanism, T: int, a: float
+) -> _StatChecks:
+    """Unbiasedness, noise law and scale, and per-step variance of the main sample."""
+    truth = reference.target(x)
+    unbiased = _unbiased(Y, truth, a)
+    plan = reference.plan(T)
+    rec = _recovery(plan)
+    ref_var = reference.variance(T)
+    law, scale, ratio_info, implied = _law_and_scale(Y, x, plan, rec, ref_var, a, reference)
+    _, ref_k4 = _step_cumulants(reference, plan)
+    variance = _variance(Y, ref_var, ref_k4, a)
+    return _StatChecks([unbiased, law, scale, variance], ratio_info, implied)
+
+
+def _law_and_scale(
+    Y: FloatArray,
+    x: FloatArray,
+    plan: LinearPlan,
+    rec: _Recovery | None,
+    ref_var: FloatArray,
+    a: float,
+    reference: Mechanism,
+) -> tuple[Check, Check, dict[str, float], dict[str, float] | None]:
+    """From the recovered node noise when it is recoverable and Laplace, else from variances."""
+    if rec is not None and reference.noise == "laplace":
+        return _noise_checks(Y, x, plan, rec, a, reference)
+    why = (
+        "R restricted to its used nodes is not invertible"
+        if rec is None
+        else "the reference uses discrete noise (KS needs a continuous law)"
+    )
+    law = Check("noise-law", None, None, None, None, a, f"not run: {why}")
+    scale, ratio_info, implied = _variance_scale(Y, ref_var, a, reference)
+    return law, scale, ratio_info, implied
 
 
 def _crash_detail(found: list[Finding]) -> str:
