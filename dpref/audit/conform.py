@@ -501,6 +501,7 @@ def _reflect(x: FloatArray, ref: Mechanism) -> FloatArray:
 
 
 def _causality(tgt: Target, x: FloatArray, ref: Mechanism, gen: np.random.Generator) -> Check:
+    """Replay with the same seeds: outputs up to s must not see items after s."""
     T = x.size
     if T == 1:
         return Check("causality", True, None, None, None, 0.0, "T = 1: nothing to replay")
@@ -508,47 +509,9 @@ def _causality(tgt: Target, x: FloatArray, ref: Mechanism, gen: np.random.Genera
     cuts = sorted({1, (T + 1) // 2, T - 1})
     try:
         for s0 in seeds:
-            y1 = tgt.call_once(x, np.random.default_rng(s0))
-            y2 = tgt.call_once(x, np.random.default_rng(s0))
-            if not np.array_equal(y1, y2, equal_nan=True):
-                t = int(np.flatnonzero(~np.isclose(y1, y2, equal_nan=True))[0]) + 1
-                tgt.record(
-                    Finding(
-                        "not-deterministic",
-                        f"two runs with the same rng seed differ at t={t}: the target "
-                        "draws randomness from somewhere other than its rng",
-                        T,
-                    )
-                )
-                return Check(
-                    "causality",
-                    None,
-                    None,
-                    None,
-                    None,
-                    0.0,
-                    "not testable by replay: the target is not deterministic given its rng "
-                    f"(two runs with the same seed differ at t={t})",
-                )
-            flipped = _reflect(x, ref)
-            for s in cuts:
-                x_alt = x.copy()
-                x_alt[s:] = flipped[s:]
-                y3 = tgt.call_once(x_alt, np.random.default_rng(s0))
-                tol = 1e-9 * (1.0 + np.abs(y1[:s]))
-                bad = np.flatnonzero(~(np.abs(y3[:s] - y1[:s]) <= tol))
-                if bad.size:
-                    t = int(bad[0]) + 1
-                    return Check(
-                        "causality",
-                        False,
-                        float(abs(y3[t - 1] - y1[t - 1])),
-                        None,
-                        None,
-                        0.0,
-                        f"the output at t={t} changed (by {abs(y3[t - 1] - y1[t - 1]):.3g}) "
-                        f"when only items after s={s} changed, with the same rng seed",
-                    )
+            found = _replay(tgt, x, ref, s0, cuts)
+            if found is not None:
+                return found
     except TargetFailure as exc:
         return Check("causality", None, None, None, None, 0.0, f"not run: {exc.finding}")
     return Check(
@@ -560,6 +523,58 @@ def _causality(tgt: Target, x: FloatArray, ref: Mechanism, gen: np.random.Genera
         0.0,
         f"outputs up to s unchanged when items after s = {', '.join(map(str, cuts))} "
         f"change ({len(seeds)} seeds; deterministic given the rng)",
+    )
+
+
+def _replay(tgt: Target, x: FloatArray, ref: Mechanism, s0: int, cuts: list[int]) -> Check | None:
+    """One seed: the verdict when determinism or causality fails, else None."""
+    T = x.size
+    y1 = tgt.call_once(x, np.random.default_rng(s0))
+    y2 = tgt.call_once(x, np.random.default_rng(s0))
+    if not np.array_equal(y1, y2, equal_nan=True):
+        return _not_deterministic(tgt, y1, y2, T)
+    flipped = _reflect(x, ref)
+    for s in cuts:
+        x_alt = x.copy()
+        x_alt[s:] = flipped[s:]
+        y3 = tgt.call_once(x_alt, np.random.default_rng(s0))
+        tol = 1e-9 * (1.0 + np.abs(y1[:s]))
+        bad = np.flatnonzero(~(np.abs(y3[:s] - y1[:s]) <= tol))
+        if bad.size:
+            t = int(bad[0]) + 1
+            return Check(
+                "causality",
+                False,
+                float(abs(y3[t - 1] - y1[t - 1])),
+                None,
+                None,
+                0.0,
+                f"the output at t={t} changed (by {abs(y3[t - 1] - y1[t - 1]):.3g}) "
+                f"when only items after s={s} changed, with the same rng seed",
+            )
+    return None
+
+
+def _not_deterministic(tgt: Target, y1: FloatArray, y2: FloatArray, T: int) -> Check:
+    """Record the finding that two runs with one seed differ; causality is then untestable."""
+    t = int(np.flatnonzero(~np.isclose(y1, y2, equal_nan=True))[0]) + 1
+    tgt.record(
+        Finding(
+            "not-deterministic",
+            f"two runs with the same rng seed differ at t={t}: the target "
+            "draws randomness from somewhere other than its rng",
+            T,
+        )
+    )
+    return Check(
+        "causality",
+        None,
+        None,
+        None,
+        None,
+        0.0,
+        "not testable by replay: the target is not deterministic given its rng "
+        f"(two runs with the same seed differ at t={t})",
     )
 
 
@@ -593,43 +608,63 @@ def _noise_checks(
     a: float,
     ref: Mechanism,
 ) -> tuple[Check, Check, dict[str, float], dict[str, float] | None]:
+    """Law and scale of the recovered node noise, and the ε its scales imply."""
     node_values = plan.node_values(x)
     Z = rec.noise(Y, node_values)
     b = plan.scales[rec.nodes]
     U = Z / b
+    law = _noise_law(U, a)
+    group, labels = _levels(plan, rec.nodes)
+    fit = _fit_scales(np.abs(np.where(np.isfinite(U), U, 0.0)), group, len(labels), a)
+    scale = _noise_scale(fit, labels, a)
+    implied = _implied_by_fit(plan, rec.nodes, group, fit, ref)
+    return law, scale, {"estimate": fit.est, "low": fit.lo, "high": fit.hi}, implied
+
+
+def _noise_law(U: FloatArray, a: float) -> Check:
+    """Kolmogorov–Smirnov test of the standardised node noise against ``Lap(1)``."""
     flat = U.ravel()
     finite = np.isfinite(flat)
     if not finite.all():
-        law = Check("noise-law", False, None, 0.0, None, a, "recovered node noise is not finite")
-    else:
-        ks = stats.kstest(flat, stats.laplace.cdf)
-        passed = bool(ks.pvalue >= a)
-        law = Check(
-            "noise-law",
-            passed,
-            float(ks.statistic),
-            float(ks.pvalue),
-            None,
-            a,
-            (
-                f"recovered node noise / reference scale ~ Lap(1): KS D = {ks.statistic:.3g} "
-                f"over {flat.size:,} values"
-            )
-            + ("" if passed else " — not Laplace(1)"),
+        return Check("noise-law", False, None, 0.0, None, a, "recovered node noise is not finite")
+    ks = stats.kstest(flat, stats.laplace.cdf)
+    passed = bool(ks.pvalue >= a)
+    return Check(
+        "noise-law",
+        passed,
+        float(ks.statistic),
+        float(ks.pvalue),
+        None,
+        a,
+        (
+            f"recovered node noise / reference scale ~ Lap(1): KS D = {ks.statistic:.3g} "
+            f"over {flat.size:,} values"
         )
-    group, labels = _levels(plan, rec.nodes)
-    G = len(labels)
+        + ("" if passed else " — not Laplace(1)"),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _ScaleFit:
+    """Scale ratio (target/reference) estimates and intervals: pooled, then per level."""
+
+    est: float
+    lo: float
+    hi: float
+    ratios: FloatArray
+    """Per level (the pooled values when there is one level)."""
+    lows: FloatArray
+    highs: FloatArray
+
+
+def _fit_scales(absU: FloatArray, group: IntArray, G: int, a: float) -> _ScaleFit:
+    """``mean |u|`` with its exact Gamma interval, pooled and (G > 1) per level; Bonferroni."""
     n_int = 1 + (G if G > 1 else 0)
     a_each = a / n_int
-    absU = np.abs(np.where(np.isfinite(U), U, 0.0))
     total = float(absU.sum())
     count = int(absU.size)
     est = total / count
     lo, hi = exponential_scale_interval(total, count, a_each)
-    ratio_info = {"estimate": est, "low": lo, "high": hi}
-    bad: list[str] = []
-    if not lo <= 1.0 <= hi:
-        bad.append(f"overall ratio {est:.5f} [{lo:.5f}, {hi:.5f}]")
     ratios = np.full(G, est)
     lows = np.full(G, lo)
     highs = np.full(G, hi)
@@ -638,31 +673,52 @@ def _noise_checks(
         for g in range(G):
             cols = group == g
             tot_g = float(per_run[cols].sum())
-            cnt_g = int(cols.sum()) * Y.shape[0]
+            cnt_g = int(cols.sum()) * absU.shape[0]
             ratios[g] = tot_g / cnt_g
             lows[g], highs[g] = exponential_scale_interval(tot_g, cnt_g, a_each)
-            if not lows[g] <= 1.0 <= highs[g]:
-                bad.append(f"{labels[g]}: {ratios[g]:.5f} [{lows[g]:.5f}, {highs[g]:.5f}]")
+    return _ScaleFit(est, lo, hi, ratios, lows, highs)
+
+
+def _noise_scale(fit: _ScaleFit, labels: list[str], a: float) -> Check:
+    """Pass when the pooled and every per-level interval contain 1."""
+    est, lo, hi = fit.est, fit.lo, fit.hi
+    G = len(labels)
+    bad: list[str] = []
+    if not lo <= 1.0 <= hi:
+        bad.append(f"overall ratio {est:.5f} [{lo:.5f}, {hi:.5f}]")
+    if G > 1:
+        for g in range(G):
+            if not fit.lows[g] <= 1.0 <= fit.highs[g]:
+                bad.append(
+                    f"{labels[g]}: {fit.ratios[g]:.5f} [{fit.lows[g]:.5f}, {fit.highs[g]:.5f}]"
+                )
     passed = not bad
     detail = (
         f"scale ratio target/reference = {est:.5f} [{lo:.5f}, {hi:.5f}]"
         + (f"; {G} levels each consistent with 1" if G > 1 and passed else "")
         + ("" if passed else "; off: " + "; ".join(bad[:4]))
     )
-    scale = Check("noise-scale", passed, est, None, (lo, hi), a, detail)
-    implied = None
+    return Check("noise-scale", passed, est, None, (lo, hi), a, detail)
+
+
+def _implied_by_fit(
+    plan: LinearPlan, nodes: IntArray, group: IntArray, fit: _ScaleFit, ref: Mechanism
+) -> dict[str, float] | None:
+    """The ε the fitted scales imply, when some level's interval lies below 1 (else None)."""
+    G = fit.ratios.size
+    est, ratios, lows, highs = fit.est, fit.ratios, fit.lows, fit.highs
     if bool(np.all((lows <= est) & (est <= highs))):
         # every level is consistent with one common ratio: use the pooled estimate
-        ratios, lows, highs = np.full(G, est), np.full(G, lo), np.full(G, hi)
-    if bool(np.any(highs < 1.0)):
-        eps = float(ref.declared_epsilon)
-        implied = {
-            "estimate": _implied_epsilon(plan, rec.nodes, group, ratios),
-            "low": _implied_epsilon(plan, rec.nodes, group, np.minimum(highs, 1.0)),
-            "high": _implied_epsilon(plan, rec.nodes, group, np.maximum(lows, 1e-300)),
-            "claimed": eps,
-        }
-    return law, scale, ratio_info, implied
+        ratios, lows, highs = np.full(G, est), np.full(G, fit.lo), np.full(G, fit.hi)
+    if not bool(np.any(highs < 1.0)):
+        return None
+    eps = float(ref.declared_epsilon)
+    return {
+        "estimate": _implied_epsilon(plan, nodes, group, ratios),
+        "low": _implied_epsilon(plan, nodes, group, np.minimum(highs, 1.0)),
+        "high": _implied_epsilon(plan, nodes, group, np.maximum(lows, 1e-300)),
+        "claimed": eps,
+    }
 
 
 def _variance_scale(
