@@ -336,6 +336,21 @@ def conform(
     else:
         stat = _statistical_checks(Y, x, reference, T, a_stat)
     checks += stat.checks
+    return _conform_report(tgt, reference, T, n, a, checks, stat, seed, start)
+
+
+def _conform_report(
+    tgt: Target,
+    reference: Mechanism,
+    T: int,
+    n: int,
+    a: float,
+    checks: list[Check],
+    stat: _StatChecks,
+    seed: Any,
+    start: float,
+) -> ConformReport:
+    """The verdict (no failed check, no finding but non-determinism) and the report."""
     findings = list(tgt.findings)
     conforms = all(c.passed is not False for c in checks) and not [
         f for f in findings if f.kind != "not-deterministic"
