@@ -320,90 +320,37 @@ def conform(
         tqdm progress bar on stderr for long runs.
     """
     start = time.perf_counter()
-    if not isinstance(reference, Mechanism):
-        raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
-    tgt = as_target(target, timeout=timeout)
-    T = check_positive_int("horizon", horizon)
-    n = check_positive_int("runs", runs)
-    if n < 20:
-        raise ParameterError(f"runs={n}: must be >= 20")
-    a = float(alpha)
-    if isinstance(alpha, bool) or not 0 < a < 1:
-        raise ParameterError(f"alpha={fmt(alpha)}: must be in (0, 1)")
-    if reference.horizon is not None and reference.horizon < T:
-        raise ParameterError(f"horizon={T}: exceeds the reference's horizon={reference.horizon}")
-    gen = seeded(seed)
-    if stream is None:
-        x = _random_stream(T, reference, gen)
-    else:
-        x = reference.domain.check_stream("stream", stream)
-        if x.size != T:
-            raise ParameterError(f"stream: length {x.size}, expected horizon={T}")
-    a_stat = a / _N_STAT_CHECKS
-    checks: list[Check] = []
-    bar = Progress(total=n, enabled=progress, unit="runs")
-
-    # ---------------------------------------------------------- crashes
-    crash_fail: list[Finding] = []
-    hs = crash_horizons(T)
-    for h in hs:
-        xs = _random_stream(h, reference, gen)
-        try:
-            tgt.call_once(xs, np.random.default_rng([h, int(gen.integers(2**32))]))
-        except TargetFailure as exc:
-            crash_fail.append(exc.finding)
-    checks.append(
-        Check(
-            "crashes",
-            not crash_fail,
-            None,
-            None,
-            None,
-            0.0,
-            (f"ran at T = {', '.join(map(str, hs))} without error")
-            if not crash_fail
-            else _crash_detail(crash_fail),
-        )
+    tgt, T, n, a = _conform_options(
+        target, reference, horizon=horizon, runs=runs, alpha=alpha, timeout=timeout
     )
-
-    # ------------------------------------------------------ main sample
-    Y: FloatArray | None
-    try:
-        Y = tgt.sample(x, n, gen, bar.update)
-    except TargetFailure as exc:
-        Y = None
-        main_failure = exc.finding
+    gen = seeded(seed)
+    x = _test_stream(stream, T, reference, gen)
+    a_stat = a / _N_STAT_CHECKS
+    bar = Progress(total=n, enabled=progress, unit="runs")
+    checks = [_crashes(tgt, T, reference, gen)]
+    Y = _main_sample(tgt, x, n, gen, bar)
     bar.close()
-
-    # ------------------------------------------------------- causality
     checks.append(_causality(tgt, x, reference, gen))
-
-    ratio_info: dict[str, float] | None = None
-    implied: dict[str, float] | None = None
-    if Y is None:
-        for name in ("unbiased", "noise-law", "noise-scale", "variance"):
-            checks.append(Check(name, None, None, None, None, a_stat, f"not run: {main_failure}"))
+    if isinstance(Y, Finding):
+        stat = _StatChecks.not_run(Y, a_stat)
     else:
-        truth = reference.target(x)
-        checks.append(_unbiased(Y, truth, a_stat))
-        plan = reference.plan(T)
-        rec = _recovery(plan)
-        ref_var = reference.variance(T)
-        if rec is not None and reference.noise == "laplace":
-            law, scale, ratio_info, implied = _noise_checks(Y, x, plan, rec, a_stat, reference)
-            checks += [law, scale]
-        else:
-            why = (
-                "R restricted to its used nodes is not invertible"
-                if rec is None
-                else "the reference uses discrete noise (KS needs a continuous law)"
-            )
-            checks.append(Check("noise-law", None, None, None, None, a_stat, f"not run: {why}"))
-            scale, ratio_info, implied = _variance_scale(Y, ref_var, a_stat, reference)
-            checks.append(scale)
-        _, ref_k4 = _step_cumulants(reference, plan)
-        checks.append(_variance(Y, ref_var, ref_k4, a_stat))
+        stat = _statistical_checks(Y, x, reference, T, a_stat)
+    checks += stat.checks
+    return _conform_report(tgt, reference, T, n, a, checks, stat, seed, start)
 
+
+def _conform_report(
+    tgt: Target,
+    reference: Mechanism,
+    T: int,
+    n: int,
+    a: float,
+    checks: list[Check],
+    stat: _StatChecks,
+    seed: Any,
+    start: float,
+) -> ConformReport:
+    """The verdict (no failed check, no finding but non-determinism) and the report."""
     findings = list(tgt.findings)
     conforms = all(c.passed is not False for c in checks) and not [
         f for f in findings if f.kind != "not-deterministic"
@@ -416,13 +363,136 @@ def conform(
         alpha=a,
         conforms=conforms,
         checks=checks,
-        noise_scale_ratio=ratio_info,
-        implied_epsilon=implied,
+        noise_scale_ratio=stat.ratio_info,
+        implied_epsilon=stat.implied,
         claimed_epsilon=reference.declared_epsilon,
         seconds=time.perf_counter() - start,
         findings=findings,
         seed=seed if isinstance(seed, int | type(None)) else repr(seed),
     )
+
+
+def _conform_options(
+    target: Any, reference: Mechanism, *, horizon: Any, runs: Any, alpha: Any, timeout: float | None
+) -> tuple[Target, int, int, float]:
+    """Check the arguments of :func:`conform` (in its order of errors): target, T, runs, alpha."""
+    if not isinstance(reference, Mechanism):
+        raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
+    tgt = as_target(target, timeout=timeout)
+    T = check_positive_int("horizon", horizon)
+    n = check_positive_int("runs", runs)
+    if n < 20:
+        raise ParameterError(f"runs={n}: must be >= 20")
+    a = float(alpha)
+    if isinstance(alpha, bool) or not 0 < a < 1:
+        raise ParameterError(f"alpha={fmt(alpha)}: must be in (0, 1)")
+    if reference.horizon is not None and reference.horizon < T:
+        raise ParameterError(f"horizon={T}: exceeds the reference's horizon={reference.horizon}")
+    return tgt, T, n, a
+
+
+def _test_stream(stream: Any, T: int, reference: Mechanism, gen: np.random.Generator) -> FloatArray:
+    """The given stream (checked against the reference's domain), else a random one."""
+    if stream is None:
+        return _random_stream(T, reference, gen)
+    x = reference.domain.check_stream("stream", stream)
+    if x.size != T:
+        raise ParameterError(f"stream: length {x.size}, expected horizon={T}")
+    return x
+
+
+def _crashes(tgt: Target, T: int, reference: Mechanism, gen: np.random.Generator) -> Check:
+    """Run the target once at each of :func:`crash_horizons` on a random stream."""
+    crash_fail: list[Finding] = []
+    hs = crash_horizons(T)
+    for h in hs:
+        xs = _random_stream(h, reference, gen)
+        try:
+            tgt.call_once(xs, np.random.default_rng([h, int(gen.integers(2**32))]))
+        except TargetFailure as exc:
+            crash_fail.append(exc.finding)
+    return Check(
+        "crashes",
+        not crash_fail,
+        None,
+        None,
+        None,
+        0.0,
+        (f"ran at T = {', '.join(map(str, hs))} without error")
+        if not crash_fail
+        else _crash_detail(crash_fail),
+    )
+
+
+def _main_sample(
+    tgt: Target, x: FloatArray, n: int, gen: np.random.Generator, bar: Progress
+) -> FloatArray | Finding:
+    """``n`` runs of the target on the test stream, or what went wrong."""
+    try:
+        return tgt.sample(x, n, gen, bar.update)
+    except TargetFailure as exc:
+        return exc.finding
+
+
+@dataclass(frozen=True)
+class _StatChecks:
+    """The statistical checks and the scale estimates they produced."""
+
+    checks: list[Check]
+    """unbiased, noise-law, noise-scale, variance."""
+    ratio_info: dict[str, float] | None
+    """Target/reference scale: estimate, low, high."""
+    implied: dict[str, float] | None
+    """The ε the estimated scales imply, when the target adds less noise."""
+
+    @staticmethod
+    def not_run(failure: Finding, a: float) -> _StatChecks:
+        """Every statistical check marked not run: the main sample failed."""
+        return _StatChecks(
+            [
+                Check(name, None, None, None, None, a, f"not run: {failure}")
+                for name in ("unbiased", "noise-law", "noise-scale", "variance")
+            ],
+            None,
+            None,
+        )
+
+
+def _statistical_checks(
+    Y: FloatArray, x: FloatArray, reference: Mechanism, T: int, a: float
+) -> _StatChecks:
+    """Unbiasedness, noise law and scale, and per-step variance of the main sample."""
+    truth = reference.target(x)
+    unbiased = _unbiased(Y, truth, a)
+    plan = reference.plan(T)
+    rec = _recovery(plan)
+    ref_var = reference.variance(T)
+    law, scale, ratio_info, implied = _law_and_scale(Y, x, plan, rec, ref_var, a, reference)
+    _, ref_k4 = _step_cumulants(reference, plan)
+    variance = _variance(Y, ref_var, ref_k4, a)
+    return _StatChecks([unbiased, law, scale, variance], ratio_info, implied)
+
+
+def _law_and_scale(
+    Y: FloatArray,
+    x: FloatArray,
+    plan: LinearPlan,
+    rec: _Recovery | None,
+    ref_var: FloatArray,
+    a: float,
+    reference: Mechanism,
+) -> tuple[Check, Check, dict[str, float], dict[str, float] | None]:
+    """From the recovered node noise when it is recoverable and Laplace, else from variances."""
+    if rec is not None and reference.noise == "laplace":
+        return _noise_checks(Y, x, plan, rec, a, reference)
+    why = (
+        "R restricted to its used nodes is not invertible"
+        if rec is None
+        else "the reference uses discrete noise (KS needs a continuous law)"
+    )
+    law = Check("noise-law", None, None, None, None, a, f"not run: {why}")
+    scale, ratio_info, implied = _variance_scale(Y, ref_var, a, reference)
+    return law, scale, ratio_info, implied
 
 
 def _crash_detail(found: list[Finding]) -> str:
@@ -446,6 +516,7 @@ def _reflect(x: FloatArray, ref: Mechanism) -> FloatArray:
 
 
 def _causality(tgt: Target, x: FloatArray, ref: Mechanism, gen: np.random.Generator) -> Check:
+    """Replay with the same seeds: outputs up to s must not see items after s."""
     T = x.size
     if T == 1:
         return Check("causality", True, None, None, None, 0.0, "T = 1: nothing to replay")
@@ -453,47 +524,9 @@ def _causality(tgt: Target, x: FloatArray, ref: Mechanism, gen: np.random.Genera
     cuts = sorted({1, (T + 1) // 2, T - 1})
     try:
         for s0 in seeds:
-            y1 = tgt.call_once(x, np.random.default_rng(s0))
-            y2 = tgt.call_once(x, np.random.default_rng(s0))
-            if not np.array_equal(y1, y2, equal_nan=True):
-                t = int(np.flatnonzero(~np.isclose(y1, y2, equal_nan=True))[0]) + 1
-                tgt.record(
-                    Finding(
-                        "not-deterministic",
-                        f"two runs with the same rng seed differ at t={t}: the target "
-                        "draws randomness from somewhere other than its rng",
-                        T,
-                    )
-                )
-                return Check(
-                    "causality",
-                    None,
-                    None,
-                    None,
-                    None,
-                    0.0,
-                    "not testable by replay: the target is not deterministic given its rng "
-                    f"(two runs with the same seed differ at t={t})",
-                )
-            flipped = _reflect(x, ref)
-            for s in cuts:
-                x_alt = x.copy()
-                x_alt[s:] = flipped[s:]
-                y3 = tgt.call_once(x_alt, np.random.default_rng(s0))
-                tol = 1e-9 * (1.0 + np.abs(y1[:s]))
-                bad = np.flatnonzero(~(np.abs(y3[:s] - y1[:s]) <= tol))
-                if bad.size:
-                    t = int(bad[0]) + 1
-                    return Check(
-                        "causality",
-                        False,
-                        float(abs(y3[t - 1] - y1[t - 1])),
-                        None,
-                        None,
-                        0.0,
-                        f"the output at t={t} changed (by {abs(y3[t - 1] - y1[t - 1]):.3g}) "
-                        f"when only items after s={s} changed, with the same rng seed",
-                    )
+            found = _replay(tgt, x, ref, s0, cuts)
+            if found is not None:
+                return found
     except TargetFailure as exc:
         return Check("causality", None, None, None, None, 0.0, f"not run: {exc.finding}")
     return Check(
@@ -505,6 +538,58 @@ def _causality(tgt: Target, x: FloatArray, ref: Mechanism, gen: np.random.Genera
         0.0,
         f"outputs up to s unchanged when items after s = {', '.join(map(str, cuts))} "
         f"change ({len(seeds)} seeds; deterministic given the rng)",
+    )
+
+
+def _replay(tgt: Target, x: FloatArray, ref: Mechanism, s0: int, cuts: list[int]) -> Check | None:
+    """One seed: the verdict when determinism or causality fails, else None."""
+    T = x.size
+    y1 = tgt.call_once(x, np.random.default_rng(s0))
+    y2 = tgt.call_once(x, np.random.default_rng(s0))
+    if not np.array_equal(y1, y2, equal_nan=True):
+        return _not_deterministic(tgt, y1, y2, T)
+    flipped = _reflect(x, ref)
+    for s in cuts:
+        x_alt = x.copy()
+        x_alt[s:] = flipped[s:]
+        y3 = tgt.call_once(x_alt, np.random.default_rng(s0))
+        tol = 1e-9 * (1.0 + np.abs(y1[:s]))
+        bad = np.flatnonzero(~(np.abs(y3[:s] - y1[:s]) <= tol))
+        if bad.size:
+            t = int(bad[0]) + 1
+            return Check(
+                "causality",
+                False,
+                float(abs(y3[t - 1] - y1[t - 1])),
+                None,
+                None,
+                0.0,
+                f"the output at t={t} changed (by {abs(y3[t - 1] - y1[t - 1]):.3g}) "
+                f"when only items after s={s} changed, with the same rng seed",
+            )
+    return None
+
+
+def _not_deterministic(tgt: Target, y1: FloatArray, y2: FloatArray, T: int) -> Check:
+    """Record the finding that two runs with one seed differ; causality is then untestable."""
+    t = int(np.flatnonzero(~np.isclose(y1, y2, equal_nan=True))[0]) + 1
+    tgt.record(
+        Finding(
+            "not-deterministic",
+            f"two runs with the same rng seed differ at t={t}: the target "
+            "draws randomness from somewhere other than its rng",
+            T,
+        )
+    )
+    return Check(
+        "causality",
+        None,
+        None,
+        None,
+        None,
+        0.0,
+        "not testable by replay: the target is not deterministic given its rng "
+        f"(two runs with the same seed differ at t={t})",
     )
 
 
@@ -538,43 +623,63 @@ def _noise_checks(
     a: float,
     ref: Mechanism,
 ) -> tuple[Check, Check, dict[str, float], dict[str, float] | None]:
+    """Law and scale of the recovered node noise, and the ε its scales imply."""
     node_values = plan.node_values(x)
     Z = rec.noise(Y, node_values)
     b = plan.scales[rec.nodes]
     U = Z / b
+    law = _noise_law(U, a)
+    group, labels = _levels(plan, rec.nodes)
+    fit = _fit_scales(np.abs(np.where(np.isfinite(U), U, 0.0)), group, len(labels), a)
+    scale = _noise_scale(fit, labels, a)
+    implied = _implied_by_fit(plan, rec.nodes, group, fit, ref)
+    return law, scale, {"estimate": fit.est, "low": fit.lo, "high": fit.hi}, implied
+
+
+def _noise_law(U: FloatArray, a: float) -> Check:
+    """Kolmogorov–Smirnov test of the standardised node noise against ``Lap(1)``."""
     flat = U.ravel()
     finite = np.isfinite(flat)
     if not finite.all():
-        law = Check("noise-law", False, None, 0.0, None, a, "recovered node noise is not finite")
-    else:
-        ks = stats.kstest(flat, stats.laplace.cdf)
-        passed = bool(ks.pvalue >= a)
-        law = Check(
-            "noise-law",
-            passed,
-            float(ks.statistic),
-            float(ks.pvalue),
-            None,
-            a,
-            (
-                f"recovered node noise / reference scale ~ Lap(1): KS D = {ks.statistic:.3g} "
-                f"over {flat.size:,} values"
-            )
-            + ("" if passed else " — not Laplace(1)"),
+        return Check("noise-law", False, None, 0.0, None, a, "recovered node noise is not finite")
+    ks = stats.kstest(flat, stats.laplace.cdf)
+    passed = bool(ks.pvalue >= a)
+    return Check(
+        "noise-law",
+        passed,
+        float(ks.statistic),
+        float(ks.pvalue),
+        None,
+        a,
+        (
+            f"recovered node noise / reference scale ~ Lap(1): KS D = {ks.statistic:.3g} "
+            f"over {flat.size:,} values"
         )
-    group, labels = _levels(plan, rec.nodes)
-    G = len(labels)
+        + ("" if passed else " — not Laplace(1)"),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _ScaleFit:
+    """Scale ratio (target/reference) estimates and intervals: pooled, then per level."""
+
+    est: float
+    lo: float
+    hi: float
+    ratios: FloatArray
+    """Per level (the pooled values when there is one level)."""
+    lows: FloatArray
+    highs: FloatArray
+
+
+def _fit_scales(absU: FloatArray, group: IntArray, G: int, a: float) -> _ScaleFit:
+    """``mean |u|`` with its exact Gamma interval, pooled and (G > 1) per level; Bonferroni."""
     n_int = 1 + (G if G > 1 else 0)
     a_each = a / n_int
-    absU = np.abs(np.where(np.isfinite(U), U, 0.0))
     total = float(absU.sum())
     count = int(absU.size)
     est = total / count
     lo, hi = exponential_scale_interval(total, count, a_each)
-    ratio_info = {"estimate": est, "low": lo, "high": hi}
-    bad: list[str] = []
-    if not lo <= 1.0 <= hi:
-        bad.append(f"overall ratio {est:.5f} [{lo:.5f}, {hi:.5f}]")
     ratios = np.full(G, est)
     lows = np.full(G, lo)
     highs = np.full(G, hi)
@@ -583,31 +688,52 @@ def _noise_checks(
         for g in range(G):
             cols = group == g
             tot_g = float(per_run[cols].sum())
-            cnt_g = int(cols.sum()) * Y.shape[0]
+            cnt_g = int(cols.sum()) * absU.shape[0]
             ratios[g] = tot_g / cnt_g
             lows[g], highs[g] = exponential_scale_interval(tot_g, cnt_g, a_each)
-            if not lows[g] <= 1.0 <= highs[g]:
-                bad.append(f"{labels[g]}: {ratios[g]:.5f} [{lows[g]:.5f}, {highs[g]:.5f}]")
+    return _ScaleFit(est, lo, hi, ratios, lows, highs)
+
+
+def _noise_scale(fit: _ScaleFit, labels: list[str], a: float) -> Check:
+    """Pass when the pooled and every per-level interval contain 1."""
+    est, lo, hi = fit.est, fit.lo, fit.hi
+    G = len(labels)
+    bad: list[str] = []
+    if not lo <= 1.0 <= hi:
+        bad.append(f"overall ratio {est:.5f} [{lo:.5f}, {hi:.5f}]")
+    if G > 1:
+        for g in range(G):
+            if not fit.lows[g] <= 1.0 <= fit.highs[g]:
+                bad.append(
+                    f"{labels[g]}: {fit.ratios[g]:.5f} [{fit.lows[g]:.5f}, {fit.highs[g]:.5f}]"
+                )
     passed = not bad
     detail = (
         f"scale ratio target/reference = {est:.5f} [{lo:.5f}, {hi:.5f}]"
         + (f"; {G} levels each consistent with 1" if G > 1 and passed else "")
         + ("" if passed else "; off: " + "; ".join(bad[:4]))
     )
-    scale = Check("noise-scale", passed, est, None, (lo, hi), a, detail)
-    implied = None
+    return Check("noise-scale", passed, est, None, (lo, hi), a, detail)
+
+
+def _implied_by_fit(
+    plan: LinearPlan, nodes: IntArray, group: IntArray, fit: _ScaleFit, ref: Mechanism
+) -> dict[str, float] | None:
+    """The ε the fitted scales imply, when some level's interval lies below 1 (else None)."""
+    G = fit.ratios.size
+    est, ratios, lows, highs = fit.est, fit.ratios, fit.lows, fit.highs
     if bool(np.all((lows <= est) & (est <= highs))):
         # every level is consistent with one common ratio: use the pooled estimate
-        ratios, lows, highs = np.full(G, est), np.full(G, lo), np.full(G, hi)
-    if bool(np.any(highs < 1.0)):
-        eps = float(ref.declared_epsilon)
-        implied = {
-            "estimate": _implied_epsilon(plan, rec.nodes, group, ratios),
-            "low": _implied_epsilon(plan, rec.nodes, group, np.minimum(highs, 1.0)),
-            "high": _implied_epsilon(plan, rec.nodes, group, np.maximum(lows, 1e-300)),
-            "claimed": eps,
-        }
-    return law, scale, ratio_info, implied
+        ratios, lows, highs = np.full(G, est), np.full(G, fit.lo), np.full(G, fit.hi)
+    if not bool(np.any(highs < 1.0)):
+        return None
+    eps = float(ref.declared_epsilon)
+    return {
+        "estimate": _implied_epsilon(plan, nodes, group, ratios),
+        "low": _implied_epsilon(plan, nodes, group, np.minimum(highs, 1.0)),
+        "high": _implied_epsilon(plan, nodes, group, np.maximum(lows, 1e-300)),
+        "claimed": eps,
+    }
 
 
 def _variance_scale(

@@ -37,6 +37,7 @@ import numpy as np
 from dpref.audit.events import used_nodes
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism
+from dpref.plan import LinearPlan
 
 __all__ = ["EXACT_MAX_HORIZON", "ExactLoss", "exact_loss"]
 
@@ -105,13 +106,26 @@ def _domain_values(mech: Mechanism) -> list[Fraction]:
     return sorted({d.lower, d.upper, Fraction(lo), Fraction(hi)})
 
 
-def exact_loss(mech: Mechanism, horizon: int, *, max_horizon: int = EXACT_MAX_HORIZON) -> ExactLoss:
-    """The exact privacy loss of ``mech``'s outputs at T = ``horizon`` (see module doc).
+@dataclass(frozen=True, eq=False)
+class _Problem:
+    """What :func:`exact_loss` enumerates over: the plan's nodes, exactly."""
 
-    Raises :class:`~dpref.errors.ParameterError` when ``horizon > max_horizon``.
-    """
-    if horizon > max_horizon:
-        raise ParameterError(f"horizon={horizon}: exact mode runs only for T <= {max_horizon}")
+    plan: LinearPlan
+    T: int
+    nodes: list[int]
+    """The used nodes when the outputs determine them, else every node."""
+    scope: str
+    """``"outputs"`` or the node-release upper bound (see :class:`ExactLoss`)."""
+    A: list[list[Fraction]]
+    scales: list[Fraction]
+    discrete: bool
+    values: list[Fraction]
+    """The item values enumerated."""
+    add_remove: bool
+
+
+def _problem(mech: Mechanism, horizon: int) -> _Problem:
+    """The plan at T, its scope (outputs when R on the used nodes is injective) and domain."""
     plan = mech.plan(horizon)
     T = horizon
     used = used_nodes(plan)
@@ -124,56 +138,91 @@ def exact_loss(mech: Mechanism, horizon: int, *, max_horizon: int = EXACT_MAX_HO
     discrete = mech.noise == "discrete"
     values = _domain_values(mech)
     add_remove = mech.domain.neighbours == "add_remove"
+    return _Problem(plan, T, nodes, scope, A, scales, discrete, values, add_remove)
 
-    def changes() -> list[tuple[Fraction, Fraction]]:
-        if add_remove:
-            return [(v, Fraction(0)) for v in values if v != 0]
-        return [(u, w) for u in values for w in values if u != w]
 
-    def streams() -> Any:
-        if len(values) ** T <= 4096:
-            return itertools.product(values, repeat=T)
-        return [tuple([Fraction(0) if 0 in values else values[0]] * T)]
+def _changes(prob: _Problem) -> list[tuple[Fraction, Fraction]]:
+    """Single-item changes ``(u, u′)``: to 0 for add/remove neighbours, else any two values."""
+    values = prob.values
+    if prob.add_remove:
+        return [(v, Fraction(0)) for v in values if v != 0]
+    return [(u, w) for u in values for w in values if u != w]
 
+
+def _streams(prob: _Problem) -> Any:
+    """Every stream when there are at most 4096, else one (the node loss depends on A(x − x′))."""
+    values, T = prob.values, prob.T
+    if len(values) ** T <= 4096:
+        return itertools.product(values, repeat=T)
+    return [tuple([Fraction(0) if 0 in values else values[0]] * T)]
+
+
+def _change_loss(
+    prob: _Problem,
+    mu_base: list[Fraction],
+    base: tuple[Fraction, ...],
+    i: int,
+    u: Fraction,
+    w: Fraction,
+) -> tuple[Fraction | None, list[tuple[int, int]]]:
+    """The loss of item i of ``base`` set to u versus w (None: infinite), and the nodes it moves."""
+    total: Fraction | None = Fraction(0)
+    touched = []
+    for k, n in enumerate(prob.nodes):
+        a = prob.A[n][i]
+        if a == 0:
+            continue
+        mu = mu_base[k] + a * (u - base[i])
+        mu2 = mu_base[k] + a * (w - base[i])
+        loss = _node_loss(mu, mu2, prob.scales[n], prob.discrete)
+        touched.append((int(prob.plan.lo[n]), int(prob.plan.hi[n])))
+        if loss is None or total is None:
+            total = None
+        else:
+            total += loss
+    return total, touched
+
+
+def _improves(total: Fraction | None, best: Fraction | None) -> bool:
+    """Larger than the best so far (None, infinite, beats any finite loss and nothing beats it)."""
+    better = total is None if best is not None else False
+    if best is not None and total is not None and total > best:
+        better = True
+    return better
+
+
+def exact_loss(mech: Mechanism, horizon: int, *, max_horizon: int = EXACT_MAX_HORIZON) -> ExactLoss:
+    """The exact privacy loss of ``mech``'s outputs at T = ``horizon`` (see module doc).
+
+    Raises :class:`~dpref.errors.ParameterError` when ``horizon > max_horizon``.
+    """
+    if horizon > max_horizon:
+        raise ParameterError(f"horizon={horizon}: exact mode runs only for T <= {max_horizon}")
+    prob = _problem(mech, horizon)
+    T, A, nodes = prob.T, prob.A, prob.nodes
     best: Fraction | None = Fraction(-1)
     best_pair: tuple[tuple[Fraction, ...], tuple[Fraction, ...]] = ((), ())
     best_nodes: tuple[tuple[int, int], ...] = ()
     checked = 0
-    for base in streams():
+    for base in _streams(prob):
         mu_base = [sum((A[n][i] * base[i] for i in range(T)), Fraction(0)) for n in nodes]
         for i in range(T):
-            for u, w in changes():
-                if not add_remove and base[i] != u:
+            for u, w in _changes(prob):
+                if not prob.add_remove and base[i] != u:
                     continue
-                x = list(base)
-                x[i] = u
-                x2 = list(base)
-                x2[i] = w
                 checked += 1
-                total: Fraction | None = Fraction(0)
-                touched = []
-                for k, n in enumerate(nodes):
-                    a = A[n][i]
-                    if a == 0:
-                        continue
-                    mu = mu_base[k] + a * (u - base[i])
-                    mu2 = mu_base[k] + a * (w - base[i])
-                    loss = _node_loss(mu, mu2, scales[n], discrete)
-                    touched.append((int(plan.lo[n]), int(plan.hi[n])))
-                    if loss is None or total is None:
-                        total = None
-                    else:
-                        total += loss
-                better = total is None if best is not None else False
-                if best is not None and total is not None and total > best:
-                    better = True
-                if better:
+                total, touched = _change_loss(prob, mu_base, base, i, u, w)
+                if _improves(total, best):
+                    x = list(base)
+                    x[i] = u
+                    x2 = list(base)
+                    x2[i] = w
                     best = total
                     best_pair = (tuple(x), tuple(x2))
                     best_nodes = tuple(touched)
     return ExactLoss(
         epsilon=best,
-        scope=scope,
+        scope=prob.scope,
         x=tuple(float(v) for v in best_pair[0]),
         x_prime=tuple(float(v) for v in best_pair[1]),
         nodes=best_nodes,

@@ -63,11 +63,13 @@ from dpref.audit.targets import Finding, Target, TargetFailure, as_target, seede
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
+from dpref.plan import LinearPlan
 from dpref.validation import check_epsilon, check_positive_int, fmt
 
 __all__ = ["AuditReport", "EventResult", "NeighbourPair", "audit", "standard_pairs"]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 _FEATURE_BUDGET = 24_000_000
 """Cap on selection samples × features per stream (memory of the selection step)."""
@@ -415,6 +417,67 @@ def audit(
         Show a tqdm progress bar on stderr (when installed and the run is long).
     """
     start = time.perf_counter()
+    opts = _audit_options(
+        target,
+        horizon=horizon,
+        epsilon=epsilon,
+        samples=samples,
+        confidence=confidence,
+        domain=domain,
+        reference=reference,
+        events=events,
+        selection_fraction=selection_fraction,
+        timeout=timeout,
+    )
+    gen = seeded(seed)
+    pair_list = _neighbour_pairs(opts, pairs, gen)
+    families = _event_families(opts)
+    split = _split(opts, families)
+    streams = _distinct_streams(pair_list)
+    bar = Progress(
+        total=len(streams) * split.n_sel + 2 * split.n_test, enabled=progress, unit="samples"
+    )
+    selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar)
+    candidates = _select_events(pair_list, selection, families, split, gen)
+    del selection
+    chosen, family = _choose_pair(candidates, pair_list, families)
+    results: list[EventResult] = []
+    if chosen is not None:
+        results = _test(opts.tgt, chosen, family, split.n_test, split.a_each, gen, bar)
+    bar.close()
+    return _audit_report(opts, split, pair_list, chosen, results, exact, seed, start)
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The validated options of one :func:`audit` run."""
+
+    tgt: Target
+    T: int
+    claimed: Fraction
+    n_total: int
+    conf: float
+    events: str
+    selection_fraction: float
+    plan_source: Mechanism | None
+    """``reference`` if given, else the built-in target's mechanism, else None."""
+    domain: Domain
+
+
+def _audit_options(
+    target: Any,
+    *,
+    horizon: Any,
+    epsilon: Any,
+    samples: Any,
+    confidence: Any,
+    domain: Domain | None,
+    reference: Mechanism | None,
+    events: str,
+    selection_fraction: float,
+    timeout: float | None,
+) -> _Options:
+    """Check the arguments of :func:`audit` (in its order of errors) and fill in defaults."""
     tgt = as_target(target, timeout=timeout)
     T = check_positive_int("horizon", horizon)
     if epsilon is None:
@@ -444,61 +507,131 @@ def audit(
         domain = plan_source.domain if plan_source is not None else bits()
     if not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
-    gen = seeded(seed)
-    extra: list[int] = []
-    if plan_source is not None:
-        sums = plan_source.plan(T).item_privacy_sums()
-        extra.append(max(range(T), key=lambda i: sums[i]))
-    pair_list = (
-        standard_pairs(T, domain, gen, extra) if pairs is None else _check_pairs(pairs, T, domain)
+    return _Options(
+        tgt, T, claimed, n_total, conf, events, float(selection_fraction), plan_source, domain
     )
 
-    plan = plan_source.plan(T) if plan_source is not None and events != "blackbox" else None
+
+def _neighbour_pairs(opts: _Options, pairs: Any, gen: np.random.Generator) -> list[NeighbourPair]:
+    """The given pairs (checked), or the standard family plus the plan's most charged item."""
+    T = opts.T
+    extra: list[int] = []
+    if opts.plan_source is not None:
+        sums = opts.plan_source.plan(T).item_privacy_sums()
+        extra.append(max(range(T), key=lambda i: sums[i]))
+    if pairs is None:
+        return standard_pairs(T, opts.domain, gen, extra)
+    return _check_pairs(pairs, T, opts.domain)
+
+
+@dataclass(frozen=True)
+class _Families:
+    """Which candidate-event families the audit builds."""
+
+    use_bb: bool
+    """Black-box half-line conjunctions."""
+    plan: LinearPlan | None
+    """The plan for the plan-aware event (None: no plan-aware event)."""
+    inverse: FloatArray | None
+    """The plan's recovery matrix (with ``plan``)."""
+
+
+def _event_families(opts: _Options) -> _Families:
+    """Black-box events unless ``events='plan'``; plan-aware ones when a plan is known, T ≤ 1024."""
+    plan = (
+        opts.plan_source.plan(opts.T)
+        if opts.plan_source is not None and opts.events != "blackbox"
+        else None
+    )
     inverse = None
     if plan is not None:
-        if T <= 1024:
+        if opts.T <= 1024:
             inverse, _ = recovery_matrix(plan, used_nodes(plan))
         else:
             plan = None
-    use_bb = events != "plan"
+    return _Families(opts.events != "plan", plan, inverse)
 
-    fpairs = feature_pairs(T)
-    n_sel = max(100, min(_MAX_SELECTION, round(n_total * float(selection_fraction))))
+
+@dataclass(frozen=True)
+class _Split:
+    """Sample sizes of the selection and test splits, and the per-bound level."""
+
+    fpairs: IntArray
+    """The black-box features: output coordinates and their differences."""
+    n_sel: int
+    """Selection samples per stream."""
+    n_test: int
+    """Test samples per side of the chosen pair."""
+    a_each: float
+    """Level of each one-sided Clopper–Pearson bound (Bonferroni)."""
+    z: float
+    """The normal quantile at ``a_each``, for scoring candidates."""
+
+
+def _split(opts: _Options, families: _Families) -> _Split:
+    """Divide ``samples`` between selection and test; Bonferroni over 2 × the test events."""
+    fpairs = feature_pairs(opts.T)
+    n_total = opts.n_total
+    n_sel = max(100, min(_MAX_SELECTION, round(n_total * opts.selection_fraction)))
     n_sel = min(n_sel, max(100, _FEATURE_BUDGET // max(1, fpairs.shape[0])))
     n_test = n_total - n_sel
     if n_test < 100:
         raise ParameterError(f"samples={n_total}: too few for a selection and a test split")
-    k_test = int(use_bb) + int(plan is not None)
-    alpha = 1.0 - conf
+    k_test = int(families.use_bb) + int(families.plan is not None)
+    alpha = 1.0 - opts.conf
     a_each = alpha / (2 * k_test)
     z = float(stats.norm.isf(a_each))
+    return _Split(fpairs, n_sel, n_test, a_each, z)
 
+
+def _distinct_streams(pair_list: list[NeighbourPair]) -> dict[bytes, FloatArray]:
+    """Every stream of every pair, once, in order of first appearance."""
     streams: dict[bytes, FloatArray] = {}
     for p in pair_list:
         for xs in (p.x, p.x_prime):
             streams.setdefault(_stream_key(xs), np.asarray(xs, dtype=np.float64))
-    bar = Progress(total=len(streams) * n_sel + 2 * n_test, enabled=progress, unit="samples")
+    return streams
 
-    # ---------------------------------------------------------------- selection
+
+def _sample_selection(
+    tgt: Target,
+    streams: dict[bytes, FloatArray],
+    n_sel: int,
+    gen: np.random.Generator,
+    bar: Progress,
+) -> dict[bytes, FloatArray]:
+    """The selection split of every stream (streams the target fails on are left out)."""
     selection: dict[bytes, FloatArray] = {}
     for key, arr in streams.items():
         try:
             selection[key] = tgt.sample(arr, n_sel, gen, bar.update)
         except TargetFailure:
             continue
+    return selection
+
+
+def _select_events(
+    pair_list: list[NeighbourPair],
+    selection: dict[bytes, FloatArray],
+    families: _Families,
+    split: _Split,
+    gen: np.random.Generator,
+) -> list[_Candidate]:
+    """Score candidate events on the selection split, for every pair and both orientations."""
     candidates: list[_Candidate] = []
     features: dict[bytes, FloatArray] = {}
+    plan, fpairs = families.plan, split.fpairs
     for k, p in enumerate(pair_list):
         kx, kx2 = _stream_key(p.x), _stream_key(p.x_prime)
         if kx not in selection or kx2 not in selection:
             continue
         Y1, Y2 = selection[kx], selection[kx2]
-        if use_bb:
+        if families.use_bb:
             for key in (kx, kx2):
                 if key not in features:
                     features[key] = compute_features(selection[key], fpairs)
             for numerator_is_x, bb in greedy_conjunctions(
-                features[kx], features[kx2], fpairs, z, gen
+                features[kx], features[kx2], fpairs, split.z, gen
             ):
                 candidates.append(_Candidate(k, numerator_is_x, bb))
         if plan is not None:
@@ -507,48 +640,65 @@ def audit(
             for numerator_is_x in (True, False):
                 A_, B_ = (Y1, Y2) if numerator_is_x else (Y2, Y1)
                 num, den = (x, x2) if numerator_is_x else (x2, x)
-                rec = plan_recovery(plan, num, den, inverse)
+                rec = plan_recovery(plan, num, den, families.inverse)
                 if rec is not None:
-                    pl = best_llr_threshold(rec, A_, B_, z)
+                    pl = best_llr_threshold(rec, A_, B_, split.z)
                     if pl is not None:
                         candidates.append(_Candidate(k, numerator_is_x, pl))
-    del features
-    del selection
+    return candidates
 
-    chosen: NeighbourPair | None = None
-    results: list[EventResult] = []
-    if candidates:
-        # The pair: the best plan-aware candidate's when there is a plan (its score is
-        # the more reliable), else the best black-box candidate's.
-        lead = [c for c in candidates if isinstance(c.scored.event, LikelihoodRatioEvent)]
-        top = max(lead or candidates, key=lambda c: c.scored.score)
-        pair_idx = top.pair
-        chosen = pair_list[pair_idx]
-        family: list[_Candidate] = []
-        for kind in ((ConjunctionEvent,) if use_bb else ()) + (
-            (LikelihoodRatioEvent,) if plan is not None else ()
-        ):
-            mine = [
-                c for c in candidates if c.pair == pair_idx and isinstance(c.scored.event, kind)
-            ]
-            if mine:
-                family.append(max(mine, key=lambda c: c.scored.score))
-        results = _test(tgt, chosen, family, n_test, a_each, gen, bar)
-    bar.close()
 
-    best_lb: float | None = None
-    event_text = ""
-    if results:
-        best = max(results, key=lambda r: r.epsilon_lower_bound)
-        best_lb = best.epsilon_lower_bound
-        other = "x′" if best.numerator == "x" else "x"
-        event_text = (
-            f"E = {{{best.description}}}: P[M({best.numerator}) ∈ E] ≥ "
-            f"{best.p_numerator_low:.4g}, P[M({other}) ∈ E] ≤ {best.p_denominator_high:.4g}"
-        )
+def _choose_pair(
+    candidates: list[_Candidate], pair_list: list[NeighbourPair], families: _Families
+) -> tuple[NeighbourPair | None, list[_Candidate]]:
+    """The pair to test and its best candidate of each family (None: no candidates)."""
+    if not candidates:
+        return None, []
+    # The pair: the best plan-aware candidate's when there is a plan (its score is
+    # the more reliable), else the best black-box candidate's.
+    lead = [c for c in candidates if isinstance(c.scored.event, LikelihoodRatioEvent)]
+    top = max(lead or candidates, key=lambda c: c.scored.score)
+    pair_idx = top.pair
+    family: list[_Candidate] = []
+    for kind in ((ConjunctionEvent,) if families.use_bb else ()) + (
+        (LikelihoodRatioEvent,) if families.plan is not None else ()
+    ):
+        mine = [c for c in candidates if c.pair == pair_idx and isinstance(c.scored.event, kind)]
+        if mine:
+            family.append(max(mine, key=lambda c: c.scored.score))
+    return pair_list[pair_idx], family
+
+
+def _best_event(results: list[EventResult]) -> tuple[float | None, str]:
+    """The largest lower bound over the test events and that event in words."""
+    if not results:
+        return None, ""
+    best = max(results, key=lambda r: r.epsilon_lower_bound)
+    other = "x′" if best.numerator == "x" else "x"
+    event_text = (
+        f"E = {{{best.description}}}: P[M({best.numerator}) ∈ E] ≥ "
+        f"{best.p_numerator_low:.4g}, P[M({other}) ∈ E] ≤ {best.p_denominator_high:.4g}"
+    )
+    return best.epsilon_lower_bound, event_text
+
+
+def _audit_report(
+    opts: _Options,
+    split: _Split,
+    pair_list: list[NeighbourPair],
+    chosen: NeighbourPair | None,
+    results: list[EventResult],
+    exact: bool,
+    seed: Any,
+    start: float,
+) -> AuditReport:
+    """The verdict against the claimed ε, the exact loss when asked for, and the report."""
+    best_lb, event_text = _best_event(results)
+    claimed = opts.claimed
     violation = (
         best_lb is not None and best_lb > 0 and (math.isinf(best_lb) or Fraction(best_lb) > claimed)
     )
+    tgt, T = opts.tgt, opts.T
     exact_report = None
     if exact and tgt.mechanism is not None and T <= EXACT_MAX_HORIZON:
         exact_report = exact_loss(tgt.mechanism, T)
@@ -556,15 +706,15 @@ def audit(
         target=tgt.name,
         claimed_epsilon=claimed,
         horizon=T,
-        confidence=conf,
+        confidence=opts.conf,
         epsilon_lower_bound=best_lb,
         violation=bool(violation),
         neighbours=chosen,
         event=event_text,
         events=results,
-        samples=n_sel + n_test,
-        selection_samples=n_sel,
-        test_samples=n_test,
+        samples=split.n_sel + split.n_test,
+        selection_samples=split.n_sel,
+        test_samples=split.n_test,
         pairs_screened=len(pair_list),
         seconds=time.perf_counter() - start,
         findings=list(tgt.findings),

@@ -346,43 +346,49 @@ class Target:
                         out[i] = r
                     if progress is not None:
                         progress(hi - lo)
-            except _WrongLength:
-                raise self._fail(
-                    Finding(
-                        "wrong-length",
-                        f"returned {len(r)} values for a stream of length {T}",
-                        T,
-                        _preview(stream),
-                    )
-                ) from None
-            except _CallTimeout:
-                raise self._fail(
-                    Finding(
-                        "timeout",
-                        f"call {i + 1} ran longer than timeout={self.timeout}s and was stopped",
-                        T,
-                        _preview(stream),
-                    )
-                ) from None
-            except Exception as exc:
-                if busy[0] < 0:  # the call returned; its output is what failed
-                    raise self._fail(
-                        Finding("bad-output", _bad_output(r, exc), T, _preview(stream))
-                    ) from None
-                kind = "mutates-input" if _is_readonly_write(exc) else "exception"
-                raise self._fail(Finding(kind, _describe(exc), T, _preview(stream))) from None
+            except (_WrongLength, _CallTimeout, Exception) as exc:
+                raise self._fail(self._call_finding(exc, r, i, busy[0] < 0, stream)) from None
         if self.timeout is not None and not dog.active:
-            per_call = (time.perf_counter() - start_time) / max(runs, 1)
-            if per_call > self.timeout:
-                self.record(
-                    Finding(
-                        "timeout",
-                        f"calls took {per_call:.3g}s on average (timeout={self.timeout}s)",
-                        T,
-                        _preview(stream),
-                    )
-                )
+            self._check_mean_time(time.perf_counter() - start_time, runs, stream)
         return out
+
+    def _call_finding(
+        self, exc: BaseException, r: Any, i: int, returned: bool, stream: FloatArray
+    ) -> Finding:
+        """What a failed call ``i`` (which returned ``r`` when ``returned``) went wrong with."""
+        T = int(stream.size)
+        if isinstance(exc, _WrongLength):
+            return Finding(
+                "wrong-length",
+                f"returned {len(r)} values for a stream of length {T}",
+                T,
+                _preview(stream),
+            )
+        if isinstance(exc, _CallTimeout):
+            return Finding(
+                "timeout",
+                f"call {i + 1} ran longer than timeout={self.timeout}s and was stopped",
+                T,
+                _preview(stream),
+            )
+        if returned:  # the call returned; its output is what failed
+            return Finding("bad-output", _bad_output(r, exc), T, _preview(stream))
+        kind = "mutates-input" if _is_readonly_write(exc) else "exception"
+        return Finding(kind, _describe(exc), T, _preview(stream))
+
+    def _check_mean_time(self, seconds: float, runs: int, stream: FloatArray) -> None:
+        """Without an active watchdog, record calls that took longer than the timeout on average."""
+        assert self.timeout is not None
+        per_call = seconds / max(runs, 1)
+        if per_call > self.timeout:
+            self.record(
+                Finding(
+                    "timeout",
+                    f"calls took {per_call:.3g}s on average (timeout={self.timeout}s)",
+                    int(stream.size),
+                    _preview(stream),
+                )
+            )
 
     def call_once(self, stream: FloatArray, rng: np.random.Generator) -> FloatArray:
         """One output of the target (used for replays and crash probes)."""
