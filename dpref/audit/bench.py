@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,22 +10,13 @@ import numpy.typing as npt
 
 from dpref.audit.loss import audit
 from dpref.audit.targets import as_target
+from dpref.bench import best_of
 from dpref.mechanisms import Binary
 
 __all__ = ["audit_bench"]
 
 Row = dict[str, Any]
 FloatArray = npt.NDArray[np.float64]
-
-
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _tiny_target(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
@@ -50,8 +39,8 @@ def audit_bench(quick: bool = False) -> list[Row]:
 def _sampling_row(T: int, x: FloatArray, gen: np.random.Generator, n: int) -> tuple[Row, float]:
     """Built-in sampling rate against raw Laplace draws; the row and the rate (samples/s)."""
     tgt = as_target(Binary(epsilon=1, horizon=T))
-    t_sample = _best(lambda: tgt.sample(x, n, gen), 3)
-    t_raw = _best(lambda: np.random.default_rng(3).laplace(0.0, 1.0, (n, T)), 3)
+    t_sample = best_of(lambda: tgt.sample(x, n, gen), 3)
+    t_raw = best_of(lambda: np.random.default_rng(3).laplace(0.0, 1.0, (n, T)), 3)
     rate = n / t_sample
     row: Row = {
         "name": f"audit: built-in sampling Binary T={T} ({n:,} samples)",
@@ -77,8 +66,8 @@ def _overhead_row(T: int, x: FloatArray, gen: np.random.Generator, calls: int) -
         for _ in range(calls):
             f(view, g)
 
-    t_bare = _best(bare, 3)
-    t_ours = _best(lambda: bb.sample(x, calls, gen), 3)
+    t_bare = best_of(bare, 3)
+    t_ours = best_of(lambda: bb.sample(x, calls, gen), 3)
     overhead_us = (t_ours - t_bare) / calls * 1e6
     return {
         "name": f"audit: black-box call overhead T={T} ({calls:,} calls)",

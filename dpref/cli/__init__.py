@@ -26,7 +26,9 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> DprefParser:
     """The full argument parser: every registered subcommand."""
-    parser = DprefParser(prog="dpref", description=__doc__.split("\n\n")[0])
+    parser = DprefParser(
+        prog="dpref", description="dpref: differentially private continual release, checked."
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=DprefParser)
     for plugin in load(COMMANDS):
         plugin.add_parser(sub)
