@@ -418,14 +418,15 @@ def test_audit_no_violation_and_tight(mech: Any) -> None:
 
 def test_polynomial_series_cap_only_loosens_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stopping the explicit sum early (small β) may only raise S: more noise, never less."""
+    from dpref import rigorous  # the cap is read from the bound's home module
     from dpref.mechanisms import decayed
 
     c, beta = Fraction(2), Fraction(1, 100)
     decayed._polynomial_series_upper.cache_clear()
-    monkeypatch.setattr(decayed, "_SERIES_TERMS", 10**9)
+    monkeypatch.setattr(rigorous, "_SERIES_TERMS", 10**9)
     full = decayed._polynomial_series_upper(c, beta)
     decayed._polynomial_series_upper.cache_clear()
-    monkeypatch.setattr(decayed, "_SERIES_TERMS", 100)
+    monkeypatch.setattr(rigorous, "_SERIES_TERMS", 100)
     capped = decayed._polynomial_series_upper(c, beta)
     decayed._polynomial_series_upper.cache_clear()
     assert capped >= full > 1

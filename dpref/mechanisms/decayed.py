@@ -45,7 +45,6 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-import mpmath  # type: ignore[import-untyped]
 import numpy as np
 import numpy.typing as npt
 from scipy.signal import lfilter
@@ -61,6 +60,14 @@ from dpref.mechanisms.base import (
 )
 from dpref.noise import NoiseKind, make_rng
 from dpref.plan import ExactSparse, TargetRows
+from dpref.rigorous import (
+    exponential_sensitivity_bounds,
+    exponential_sensitivity_partial,
+    polynomial_breakpoint,
+    polynomial_series_upper,
+    power_upper,
+    zeta_bounds,
+)
 from dpref.validation import (
     ceil_float,
     check_fraction,
@@ -84,160 +91,11 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 _ONE = (Fraction(1),)
+_polynomial_series_upper = polynomial_series_upper
+"""The name this bound had here before :mod:`dpref.rigorous` (tests clear its cache)."""
 _NodeArrays = tuple[
     list["_Instance"], list[IntArray], IntArray, IntArray, IntArray, IntArray, IntArray
 ]
-
-# ------------------------------------------------------------ rigorous numbers
-_DPS = 60
-"""Decimal digits of the mpmath context used for irrational constants."""
-_MARGIN = Fraction(1, 10**40)
-"""Relative margin added to every mpmath upper bound (and taken off every lower
-bound).  At 60 digits each elementary operation is accurate to about 1e−60
-relative; a few thousand of them accumulate well under 1e−50, so a 1e−40 margin
-covers the floating-point error of the evaluation with room to spare."""
-_ZETA_TERMS = 4096
-"""Terms summed explicitly before the tail bound in :func:`zeta_bounds`."""
-
-
-def _ctx() -> Any:
-    ctx = mpmath.MPContext()
-    ctx.dps = _DPS
-    return ctx
-
-
-def _mpf_fraction(x: Any) -> Fraction:
-    man, exp = x.man_exp
-    man, exp = int(man), int(exp)
-    return Fraction(man * (1 << exp)) if exp >= 0 else Fraction(man, 1 << -exp)
-
-
-def _mp_rational(ctx: Any, q: Fraction) -> Any:
-    return ctx.mpf(q.numerator) / ctx.mpf(q.denominator)
-
-
-@lru_cache(maxsize=64)
-def zeta_bounds(delta: Fraction) -> tuple[Fraction, Fraction]:
-    """Rational bounds ``lower ≤ ζ(δ) ≤ upper`` for rational δ > 1.
-
-    With ``f(x) = x^{−δ}`` (decreasing and convex) and ``N`` = 4096:
-
-    * upper: ``Σ_{k<N} k^{−δ} + (N − ½)^{1−δ}/(δ−1)``, because convexity gives
-      ``f(k) ≤ ∫_{k−½}^{k+½} f`` (the midpoint rule under-estimates a convex
-      integrand), so ``Σ_{k≥N} f(k) ≤ ∫_{N−½}^∞ f``;
-    * lower: ``Σ_{k<N} k^{−δ} + N^{1−δ}/(δ−1)`` (the integral test,
-      ``f(k) ≥ ∫_k^{k+1} f``).
-
-    Both are evaluated with mpmath at 60 digits and widened by a relative 1e−40
-    (see ``_MARGIN``), so the bracket holds despite the evaluation's rounding.  The
-    upper bound exceeds ζ(δ) by about ``δ N^{−δ−1}/24``.
-    """
-    d = check_fraction("delta", delta)
-    if d <= 1:
-        raise ParameterError(f"delta={fmt(delta)}: must be > 1")
-    ctx = _ctx()
-    dm = _mp_rational(ctx, d)
-    partial = ctx.fsum(ctx.power(k, -dm) for k in range(1, _ZETA_TERMS))
-    n = ctx.mpf(_ZETA_TERMS)
-    up = partial + ctx.power(n - ctx.mpf(0.5), 1 - dm) / (dm - 1)
-    lo = partial + ctx.power(n, 1 - dm) / (dm - 1)
-    return _mpf_fraction(lo) * (1 - _MARGIN), _mpf_fraction(up) * (1 + _MARGIN)
-
-
-def _power_upper(k: int, delta: Fraction) -> Fraction:
-    """A rational upper bound on ``k^δ`` (exact when δ is an integer)."""
-    if delta.denominator == 1:
-        return Fraction(k) ** int(delta)
-    ctx = _ctx()
-    return _mpf_fraction(ctx.power(k, _mp_rational(ctx, delta))) * (1 + _MARGIN)
-
-
-_FIX = 128
-"""Bits of the fixed-point arithmetic with directed rounding used for series."""
-_TINY_ALPHA = Fraction(1, 2**20)
-"""Below this α, :func:`exponential_sensitivity_bounds` bounds S(α) in closed form."""
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -((-a) // b)
-
-
-def exponential_sensitivity_partial(alpha: Fraction, levels: int) -> Fraction:
-    """``S_L(α) = Σ_{k=1}^{L} α^{2^{k−1}−1}``, exactly: item 1's weight in the first L levels."""
-    total = Fraction(0)
-    for k in range(1, levels + 1):
-        total += alpha ** ((1 << (k - 1)) - 1)
-    return total
-
-
-@lru_cache(maxsize=64)
-def exponential_sensitivity_bounds(alpha: Fraction) -> tuple[Fraction, Fraction]:
-    """Rational bounds on ``S(α) = Σ_{k≥1} α^{2^{k−1}−1}`` (the patent's Assertion 2).
-
-    The terms ``p_k = α^{2^{k−1}}`` are computed by repeated squaring in 128-bit fixed
-    point, rounding up for the upper bound and down for the lower bound; term k is
-    ``p_k / α``.  Summation stops at the first K whose term is below ``2^{−100}``,
-    and the tail is bounded by a geometric series: for ``k > K`` the exponents
-    ``2^{k−1} − 1`` grow by at least ``2^K`` per step, so
-    ``Σ_{k>K} α^{2^{k−1}−1} ≤ α^{2^K−1} / (1 − α^{2^K})``.  Both bounds are exact
-    Fractions (no floating point anywhere).
-    """
-    a = check_probability_open("alpha", alpha)
-    if a <= _TINY_ALPHA:
-        # The fixed point below bottoms out at one unit (α^{2^k} < 2^{−128}) and its
-        # stopping rule then never fires for α < 2^{−28}.  Exactly instead: the exponents
-        # 0, 1, 3, 7, … are distinct, so 1 + α ≤ S ≤ 1 + α + Σ_{m≥3} α^m = 1 + α + α³/(1−α).
-        return 1 + a, 1 + a + a**3 / (1 - a)
-    one = 1 << _FIX
-    num, den = a.numerator, a.denominator
-    p_up = _ceil_div(num * one, den)  # ≥ α·2^F
-    p_lo = num * one // den
-    s_up = s_lo = 0
-    while True:
-        term_up = _ceil_div(p_up * den, num)  # ≥ p_k/α
-        term_lo = p_lo * den // num
-        s_up += term_up
-        s_lo += term_lo
-        nxt_up = _ceil_div(p_up * p_up, one)
-        nxt_lo = p_lo * p_lo // one
-        if term_up < one >> 100:
-            # tail: Σ_{k>K} ≤ α^{2^K−1}/(1 − α^{2^K}), α^{2^K} = p_{K+1}
-            tail_num = _ceil_div(nxt_up * den, num)
-            s_up_f = Fraction(s_up, one) + Fraction(tail_num, one) / (1 - Fraction(nxt_up, one))
-            return Fraction(s_lo, one), s_up_f
-        p_up, p_lo = nxt_up, nxt_lo
-
-
-@lru_cache(maxsize=65536)
-def polynomial_breakpoint(j: int, c: Fraction, beta: Fraction) -> int:
-    """``b(j) = max{i ≥ 0 : (i+1)^{−c} ≥ (1−β)^j}`` exactly (``b(−1) = −1``).
-
-    ``b(j) + 1`` is the largest integer n with ``n^c ≤ (1−β)^{−j}``; with
-    ``c = p/q`` that is ``n^p ≤ ((1−β)^{−1})^{jq}``, decided in integers.  A 60-digit
-    estimate picks the candidate and the exact comparison is used whenever the
-    estimate is within a relative 1e−30 of an integer.
-    """
-    if j < 0:
-        return -1
-    if j == 0:
-        return 0
-    r = 1 / (1 - beta)
-    ctx = _ctx()
-    x = ctx.power(_mp_rational(ctx, r), ctx.mpf(j) / _mp_rational(ctx, c))
-    n = int(ctx.floor(x))
-    near = ctx.nint(x)
-    if abs(x - near) <= x * ctx.mpf(10) ** -30:
-        p, q = c.numerator, c.denominator
-
-        def fits(m: int) -> bool:  # m^p ≤ r^{jq}
-            return bool(m**p * r.denominator ** (j * q) <= r.numerator ** (j * q))
-
-        n = int(near)
-        while not fits(n):
-            n -= 1
-        while fits(n + 1):
-            n += 1
-    return n - 1
 
 
 # --------------------------------------------------------------- dyadic helpers
@@ -737,7 +595,7 @@ class AllWindowSum(_Decayed):
         """The rational Laplace scale of level k ≥ 1: a float ≥ ``ζ(δ)k^δΔ/ε``."""
         while len(self._scales) < k:
             j = len(self._scales) + 1
-            exact_up = self._zeta_up * _power_upper(j, self.delta) * self.sensitivity / self.epsilon
+            exact_up = self._zeta_up * power_upper(j, self.delta) * self.sensitivity / self.epsilon
             self._scales.append(Fraction(ceil_float(exact_up)))
         return self._scales[k - 1]
 
@@ -1170,44 +1028,6 @@ class _ExponentialOnline(OnlineCounter):
 
 
 # ================================================================ PolynomialSum
-_SERIES_TERMS = 4096
-"""At most this many explicit terms of PolynomialSum's S; the closed-form tail bound
-holds from any j, so stopping early only loosens S upward (more noise, never less)."""
-
-
-@lru_cache(maxsize=64)
-def _polynomial_series_upper(c: Fraction, beta: Fraction) -> Fraction:
-    """Rigorous rational upper bound on ``S = Σ_j (1−β)^j (log₂B_j + 1)`` (PolynomialSum).
-
-    Terms are summed in 128-bit fixed point rounded up (``ρ^j`` by repeated
-    multiplication, rounding up), until ``ρ^{j+1} < 2^{−70}`` or ``_SERIES_TERMS`` terms
-    (small β); the rest is bounded in
-    closed form: ``W_{j'} ≤ b(j') + 1 ≤ (1−β)^{−j'/c}`` gives
-    ``log₂B_{j'} + 1 ≤ κ j' + 2`` with ``κ = log₂(1/(1−β))/c``, bounded above through
-    ``log₂ y ≤ (y − 1)/ln 2`` and ``1/ln 2 < 1443/1000``, and
-    ``Σ_{j'>j} ρ^{j'} (κ j' + 2) = κ ρ^{j+1}((j+1)(1−ρ) + ρ)/(1−ρ)² + 2ρ^{j+1}/(1−ρ)``.
-    """
-    one = 1 << _FIX
-    rho = 1 - beta
-    num, den = rho.numerator, rho.denominator
-    kappa = (1 / rho - 1) * Fraction(1443, 1000) / c
-    total = 0  # fixed point, rounded up
-    p = one  # ≥ ρ^j · 2^F
-    j = 0
-    while True:
-        bp, bj = polynomial_breakpoint(j - 1, c, beta), polynomial_breakpoint(j, c, beta)
-        if bj > bp:
-            total += p * (_levels_for_window(bj - bp) + 1)
-        p_next = _ceil_div(p * num, den)
-        if j >= 8 and (p_next < one >> 70 or j >= _SERIES_TERMS):
-            r = Fraction(p_next, one)  # ≥ ρ^{j+1}
-            jj = j + 1
-            tail = kappa * r * (jj * (1 - rho) + rho) / (1 - rho) ** 2 + 2 * r / (1 - rho)
-            return Fraction(total, one) + tail
-        p = p_next
-        j += 1
-
-
 class _Instance:
     """One WindowSum instance of PolynomialSum: weight ρ^j, window W_j, delay d_j."""
 
@@ -1283,7 +1103,7 @@ class PolynomialSum(_Decayed):
         self._instances: list[_Instance] = []
         self._next_j = 0
         self._arrays_cache: dict[int, _NodeArrays] = {}
-        self.series_upper: Fraction = _polynomial_series_upper(self.c, self.beta)
+        self.series_upper: Fraction = polynomial_series_upper(self.c, self.beta)
         """A rational upper bound on S."""
 
     def extra_params(self) -> dict[str, Any]:
