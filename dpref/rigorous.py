@@ -36,6 +36,7 @@ from dpref.validation import check_fraction, check_probability_open, fmt
 __all__ = [
     "exponential_sensitivity_bounds",
     "exponential_sensitivity_partial",
+    "mp_context",
     "mpf_fraction",
     "polynomial_breakpoint",
     "polynomial_series_upper",
@@ -54,11 +55,12 @@ _ZETA_TERMS = 4096
 """Terms summed explicitly before the tail bound in :func:`zeta_bounds`."""
 
 
-def _ctx() -> Any:
-    import mpmath  # type: ignore[import-untyped]  # ~25 ms: only when a constant is computed
+def mp_context(dps: int = _DPS) -> Any:
+    """A fresh mpmath context of ``dps`` decimal digits (mpmath is imported here, ~25 ms)."""
+    import mpmath  # type: ignore[import-untyped]
 
     ctx = mpmath.MPContext()
-    ctx.dps = _DPS
+    ctx.dps = dps
     return ctx
 
 
@@ -92,7 +94,7 @@ def zeta_bounds(delta: Fraction) -> tuple[Fraction, Fraction]:
     d = check_fraction("delta", delta)
     if d <= 1:
         raise ParameterError(f"delta={fmt(delta)}: must be > 1")
-    ctx = _ctx()
+    ctx = mp_context()
     dm = _mp_rational(ctx, d)
     partial = ctx.fsum(ctx.power(k, -dm) for k in range(1, _ZETA_TERMS))
     n = ctx.mpf(_ZETA_TERMS)
@@ -105,7 +107,7 @@ def power_upper(k: int, delta: Fraction) -> Fraction:
     """A rational upper bound on ``k^δ`` (exact when δ is an integer)."""
     if delta.denominator == 1:
         return Fraction(k) ** int(delta)
-    ctx = _ctx()
+    ctx = mp_context()
     return mpf_fraction(ctx.power(k, _mp_rational(ctx, delta))) * (1 + _MARGIN)
 
 
@@ -179,7 +181,7 @@ def polynomial_breakpoint(j: int, c: Fraction, beta: Fraction) -> int:
     if j == 0:
         return 0
     r = 1 / (1 - beta)
-    ctx = _ctx()
+    ctx = mp_context()
     x = ctx.power(_mp_rational(ctx, r), ctx.mpf(j) / _mp_rational(ctx, c))
     n = int(ctx.floor(x))
     near = ctx.nint(x)
