@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -50,6 +50,15 @@ import numpy.typing as npt
 from scipy.signal import lfilter
 
 from dpref.domains import Domain
+from dpref.dyadic import (
+    aligned_covers,
+    layout_nodes,
+    layout_offsets,
+    popcount_groups,
+    trailing_zeros,
+    window_cover,
+    window_start0,
+)
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms.base import (
     EXACT,
@@ -90,7 +99,10 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+IndexArray = npt.NDArray[np.intp]
 _ONE = (Fraction(1),)
+_cover_scalar = window_cover
+"""The name :func:`dpref.dyadic.window_cover` had here (tests use it)."""
 _polynomial_series_upper = polynomial_series_upper
 """The name this bound had here before :mod:`dpref.rigorous` (tests clear its cache)."""
 _NodeArrays = tuple[
@@ -98,96 +110,14 @@ _NodeArrays = tuple[
 ]
 
 
-# --------------------------------------------------------------- dyadic helpers
-def _bitlen(x: IntArray) -> IntArray:
-    """Bit length of non-negative ints below 2^53, vectorised."""
-    _, e = np.frexp(x.astype(np.float64))
-    return e.astype(np.int64)
-
-
-def _tz(t: IntArray) -> IntArray:
-    """Trailing zeros of positive ints (the level of the binary node ending at t)."""
-    return _bitlen(t & -t) - 1
-
-
-def _layout(horizon: int, cap: int | None) -> IntArray:
-    """``off[e−1]``: canonical index of the first node ending at e (length T+1).
-
-    The nodes ending at e are the aligned nodes of sizes ``2^0 … 2^{min(tz(e), cap)}``,
-    in that order, so node (level b, end e) has index ``off[e−1] + b``.
-    """
-    t = np.arange(1, horizon + 1, dtype=np.int64)
-    count = _tz(t) + 1 if cap is None else np.minimum(_tz(t), cap) + 1
-    off = np.zeros(horizon + 1, dtype=np.int64)
-    np.cumsum(count, out=off[1:])
-    return off
-
-
-def _layout_nodes(horizon: int, cap: int | None) -> tuple[IntArray, IntArray, IntArray]:
-    """(lo, hi, level) of every node of a layout, canonical order."""
-    off = _layout(horizon, cap)
-    count = np.diff(off)
-    hi = np.repeat(np.arange(1, horizon + 1, dtype=np.int64), count)
-    level = np.arange(int(off[-1]), dtype=np.int64) - np.repeat(off[:-1], count)
-    lo = hi - (np.int64(1) << level) + 1
-    return lo, hi, level
-
-
-def _window_start0(t: IntArray, window: int | None) -> IntArray:
-    """``a − 1`` for the window ``[a, t]``, ``a = max(1, t − W + 1)`` (W = None: a = 1)."""
-    if window is None:
-        return np.zeros_like(t)
-    return np.maximum(t - window, 0)
-
-
-def _cover(t: IntArray, a0: IntArray) -> Iterator[tuple[int, IntArray, IntArray]]:
-    """The canonical cover of ``[a0+1, t]`` by maximal aligned nodes, vectorised.
-
-    Let h be the highest bit where ``a0`` and t differ and ``M = ⌊t/2^h⌋·2^h``; the
-    cover is the suffix ``[a0+1, M]`` of the aligned block of size ``2^h`` ending at
-    M (one node per 1-bit of ``M − a0``, smallest first) and the prefix
-    ``[M+1, t]`` (one node per 1-bit of ``t − M``, largest first) — the greedy cover
-    of :func:`dpref.dyadic.aligned_cover`.  Yields ``(b, rows, ends)``: for the rows
-    (0-based positions in ``t``) whose cover uses a node of size ``2^b``, its end.
-    """
-    h = _bitlen(a0 ^ t) - 1
-    M = (t >> h) << h
-    ls = M - a0
-    lp = t - M
-    nbits = int(_bitlen(np.array([int(np.max(ls | lp, initial=0))]))[0])
-    for b in range(nbits):
-        bit = np.int64(1) << b
-        rows = np.flatnonzero(lp & bit)
-        if rows.size:
-            yield b, rows, M[rows] + ((lp[rows] >> b) << b)
-        rows = np.flatnonzero(ls & bit)
-        if rows.size:
-            yield b, rows, a0[rows] + (ls[rows] & ((bit << 1) - 1))
-
-
-def _cover_scalar(s: int, window: int | None) -> list[tuple[int, int]]:
-    """``(level, end)`` of the canonical cover of the window ending at s."""
-    a0 = 0 if window is None else max(s - window, 0)
-    h = (a0 ^ s).bit_length() - 1
-    M = (s >> h) << h
-    ls, lp = M - a0, s - M
-    out = []
-    for b in range(max(ls, lp).bit_length()):
-        if lp >> b & 1:
-            out.append((b, M + ((lp >> b) << b)))
-        if ls >> b & 1:
-            out.append((b, a0 + (ls & ((2 << b) - 1))))
-    return out
-
-
 @lru_cache(maxsize=4)
 def _window_slots(horizon: int, window: int | None, cap: int | None) -> IntArray:
     """Canonical node index of every cover slot, shape (slots, T); ``n_nodes`` = none."""
-    off = _layout(horizon, cap)
+    off = layout_offsets(horizon, cap)
     n_nodes = int(off[-1])
     t = np.arange(1, horizon + 1, dtype=np.int64)
     slots = []
-    for b, rows, ends in _cover(t, _window_start0(t, window)):
+    for b, rows, ends in aligned_covers(t, window_start0(t, window)):
         idx = np.full(horizon, n_nodes, dtype=np.int64)
         idx[rows] = off[ends - 1] + b
         slots.append(idx)
@@ -210,7 +140,7 @@ def _cover_level_counts(horizon: int, window: int | None, levels: int) -> IntArr
     """``counts[t−1, b]``: how many cover nodes of size ``2^b`` the estimate at t uses."""
     t = np.arange(1, horizon + 1, dtype=np.int64)
     counts = np.zeros((horizon, levels), dtype=np.int64)
-    for b, rows, _ in _cover(t, _window_start0(t, window)):
+    for b, rows, _ in aligned_covers(t, window_start0(t, window)):
         counts[rows, b] += 1
     return counts
 
@@ -219,7 +149,7 @@ def _cover_sparse(horizon: int, window: int | None, off: IntArray, n_nodes: int)
     t = np.arange(1, horizon + 1, dtype=np.int64)
     rows_l: list[IntArray] = []
     cols_l: list[IntArray] = []
-    for b, rows, ends in _cover(t, _window_start0(t, window)):
+    for b, rows, ends in aligned_covers(t, window_start0(t, window)):
         rows_l.append(rows)
         cols_l.append(off[ends - 1] + b)
     rows_a = np.concatenate(rows_l) if rows_l else np.zeros(0, np.int64)
@@ -306,7 +236,7 @@ class _WindowState:
 
     def window(self, window: int) -> float:
         """The noisy window-W estimate at the current step (W ≤ keep)."""
-        return sum(self.noisy[e][b] for b, e in _cover_scalar(self.s, window))
+        return sum(self.noisy[e][b] for b, e in window_cover(self.s, window))
 
     def size(self) -> int:
         """Stored floats."""
@@ -439,11 +369,11 @@ class WindowSum(_Decayed):
         return Fraction(1 if 0 <= i < self.window else 0)
 
     def nodes(self, horizon: int) -> NodeTable:
-        lo, hi, _ = _layout_nodes(horizon, self.cap)
+        lo, hi, _ = layout_nodes(horizon, self.cap)
         return NodeTable(lo, hi, (self.scale(),), np.zeros(lo.size, np.int64))
 
     def recombination(self, horizon: int) -> ExactSparse:
-        off = _layout(horizon, self.cap)
+        off = layout_offsets(horizon, self.cap)
         return _cover_sparse(horizon, self.window, off, int(off[-1]))
 
     def target_rows(self, horizon: int) -> TargetRows:
@@ -470,7 +400,7 @@ class WindowSum(_Decayed):
 
     def _variance_at(self, t: IntArray) -> FloatArray:
         counts = np.zeros(t.size, dtype=np.float64)
-        for _, rows, _ in _cover(t, _window_start0(t, self.window)):
+        for _, rows, _ in aligned_covers(t, window_start0(t, self.window)):
             counts[rows] += 1
         out: FloatArray = counts * (2 * ceil_float(self.scale()) ** 2)
         return out
@@ -486,7 +416,7 @@ class WindowSum(_Decayed):
         return _window_sums(x, self.window)
 
     def node_count(self, horizon: int) -> int:
-        return int(_layout(horizon, self.cap)[-1])
+        return int(layout_offsets(horizon, self.cap)[-1])
 
     def noise_scales(self, horizon: int) -> FloatArray | float:
         return ceil_float(self.scale())
@@ -634,7 +564,7 @@ class AllWindowSum(_Decayed):
         return tuple(self.level_scale(k) for k in range(1, horizon.bit_length() + 1))
 
     def nodes(self, horizon: int) -> NodeTable:
-        lo, hi, level = _layout_nodes(horizon, None)
+        lo, hi, level = layout_nodes(horizon, None)
         return NodeTable(lo, hi, self._scale_table(horizon), level)
 
     def _check_windows(self, windows: Any) -> list[int | None]:
@@ -645,7 +575,7 @@ class AllWindowSum(_Decayed):
         return [None if w is None else _check_window("windows[]", w) for w in windows]
 
     def recombination(self, horizon: int) -> ExactSparse:
-        off = _layout(horizon, None)
+        off = layout_offsets(horizon, None)
         return _cover_sparse(horizon, self.window, off, int(off[-1]))
 
     def target_rows(self, horizon: int) -> TargetRows:
@@ -671,7 +601,7 @@ class AllWindowSum(_Decayed):
 
     def _variance_window(self, t: IntArray, window: int | None) -> FloatArray:
         out = np.zeros(t.size, dtype=np.float64)
-        for b, rows, _ in _cover(t, _window_start0(t, window)):
+        for b, rows, _ in aligned_covers(t, window_start0(t, window)):
             out[rows] += 2 * ceil_float(self.level_scale(b + 1)) ** 2
         return out
 
@@ -704,7 +634,7 @@ class AllWindowSum(_Decayed):
         x = self._stream(stream)
         ws = self._check_windows(windows)
         t = x.size
-        off = _layout(t, None)
+        off = layout_offsets(t, None)
         z = (
             self.node_noise(t, make_rng(rng))
             if noise is None
@@ -723,7 +653,7 @@ class AllWindowSum(_Decayed):
         n_runs = check_runs("runs", runs)
         ws = self._check_windows(windows)
         t = x.size
-        off = _layout(t, None)
+        off = layout_offsets(t, None)
         z = (
             self.node_noise(t, make_rng(rng), runs=n_runs)
             if noise is None
@@ -975,21 +905,10 @@ class ExponentialSum(_Decayed):
 
 
 @lru_cache(maxsize=8)
-def _exp_groups(n: int, alpha: float) -> tuple[tuple[IntArray, IntArray, FloatArray], ...]:
-    t = np.arange(1, n + 1, dtype=np.int64)
-    low = t & -t
-    parent = t - low
-    pop = np.zeros(n, dtype=np.int64)
-    x = t.copy()
-    while x.any():
-        pop += x & 1
-        x >>= 1
+def _exp_groups(n: int, alpha: float) -> tuple[tuple[IndexArray, IndexArray, FloatArray], ...]:
+    """:func:`~dpref.dyadic.popcount_groups` with each t's multiplier ``α^{2^{lsb(t)}}``."""
     mult_level = np.array([alpha ** (1 << b) for b in range(64)], dtype=np.float64)
-    groups = []
-    for p in range(2, int(pop.max(initial=1)) + 1):
-        idx = np.flatnonzero(pop == p)
-        groups.append((idx, parent[idx] - 1, mult_level[_tz(t[idx])]))
-    return tuple(groups)
+    return tuple((idx, par, mult_level[trailing_zeros(idx + 1)]) for idx, par in popcount_groups(n))
 
 
 class _ExponentialOnline(OnlineCounter):
@@ -1209,7 +1128,7 @@ class PolynomialSum(_Decayed):
         insts = self.instances(horizon)
         los, his, rel, lev, jj = [], [], [], [], []
         for k, inst in enumerate(insts):
-            lo, hi, level = _layout_nodes(horizon - inst.d, inst.cap)
+            lo, hi, level = layout_nodes(horizon - inst.d, inst.cap)
             los.append(lo)
             his.append(hi)
             rel.append(hi + inst.d)
@@ -1247,9 +1166,9 @@ class PolynomialSum(_Decayed):
         cols_l: list[IntArray] = []
         for inst, gp in zip(insts, per, strict=True):
             tj = horizon - inst.d
-            off = _layout(tj, inst.cap)
+            off = layout_offsets(tj, inst.cap)
             s = np.arange(1, tj + 1, dtype=np.int64)
-            for b, rows, ends in _cover(s, _window_start0(s, inst.window)):
+            for b, rows, ends in aligned_covers(s, window_start0(s, inst.window)):
                 rows_l.append(rows + inst.d)
                 cols_l.append(gp[off[ends - 1] + b])
         rows_a = np.concatenate(rows_l) if rows_l else np.zeros(0, np.int64)
@@ -1292,7 +1211,7 @@ class PolynomialSum(_Decayed):
         for inst in self.instances(int(t.max())):
             sel = np.flatnonzero(t > inst.d)
             s = t[sel] - inst.d
-            for _, rows, _ in _cover(s, _window_start0(s, inst.window)):
+            for _, rows, _ in aligned_covers(s, window_start0(s, inst.window)):
                 counts[sel[rows]] += 1
         out: FloatArray = counts * (2 * ceil_float(self.scale()) ** 2)
         return out
