@@ -47,7 +47,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import lfilter
 
 from dpref.domains import Domain
 from dpref.dyadic import (
@@ -891,6 +890,8 @@ class ExponentialSum(_Decayed):
         return self._target_checked(self._stream(stream))
 
     def _target_checked(self, x: FloatArray) -> FloatArray:
+        from scipy.signal import lfilter  # ~1.7 s to import: only when a target is asked for
+
         out: FloatArray = lfilter([1.0], [1.0, -float(self.alpha)], x)
         return out
 
