@@ -43,10 +43,10 @@ PROOF_MODULES: dict[str, str] = {
     "dpref.mechanisms.counting.TwoLevel": "proofs.counting",
     "dpref.mechanisms.counting.Binary": "proofs.counting",
     "dpref.mechanisms.counting.Hybrid": "proofs.counting",
-    "dpref.mechanisms.decayed.WindowSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.AllWindowSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.ExponentialSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.PolynomialSum": "proofs.decayed",
+    "dpref.mechanisms.decayed.window.WindowSum": "proofs.decayed",
+    "dpref.mechanisms.decayed.window.AllWindowSum": "proofs.decayed",
+    "dpref.mechanisms.decayed.window.ExponentialSum": "proofs.decayed",
+    "dpref.mechanisms.decayed.window.PolynomialSum": "proofs.decayed",
 }
 """Fully qualified mechanism class → the proof module that proves it."""
 
