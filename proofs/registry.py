@@ -45,8 +45,8 @@ PROOF_MODULES: dict[str, str] = {
     "dpref.mechanisms.counting.Hybrid": "proofs.counting",
     "dpref.mechanisms.decayed.window.WindowSum": "proofs.decayed",
     "dpref.mechanisms.decayed.window.AllWindowSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.window.ExponentialSum": "proofs.decayed",
-    "dpref.mechanisms.decayed.window.PolynomialSum": "proofs.decayed",
+    "dpref.mechanisms.decayed.exponential.ExponentialSum": "proofs.decayed",
+    "dpref.mechanisms.decayed.polynomial.PolynomialSum": "proofs.decayed",
 }
 """Fully qualified mechanism class → the proof module that proves it."""
 
