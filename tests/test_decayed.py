@@ -430,3 +430,23 @@ def test_polynomial_series_cap_only_loosens_the_bound(monkeypatch: pytest.Monkey
     capped = decayed._polynomial_series_upper(c, beta)
     decayed._polynomial_series_upper.cache_clear()
     assert capped >= full > 1
+
+
+def test_window_slot_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cover slots are cached by size, not count: the newest entry plus at most a budget.
+
+    An lru_cache of four entries held ~640 MB at T = 10⁶; repeated releases at one
+    horizon must still reuse the newest entry.
+    """
+    from dpref.mechanisms.decayed import window
+
+    cache = window._SlotCache(budget=1 << 16)
+    monkeypatch.setattr(window, "_WINDOW_SLOTS", cache)
+    m = WindowSum(window=7, epsilon=EPS)
+    for horizon in (1000, 2000, 3000, 40_000):
+        m.release(np.zeros(horizon), rng=0)
+    newest = cache.get((40_000, 7, m.cap))
+    assert cache.get((40_000, 7, m.cap)) is newest
+    assert sum(a.nbytes for a in newest) > cache.budget
+    assert cache.nbytes() <= cache.budget + sum(a.nbytes for a in newest)
+    assert all(a.dtype == np.int32 and not a.flags.writeable for a in newest)

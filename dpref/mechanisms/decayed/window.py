@@ -11,12 +11,14 @@ slots for each of its WindowSum instances.  Conventions: see
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpref.domains import Domain
 from dpref.dyadic import aligned_covers, layout_nodes, layout_offsets, window_start0
@@ -43,20 +45,86 @@ __all__ = ["AllWindowSum", "WindowSum"]
 
 
 # ---------------------------------------------------------------- cover slots
-@lru_cache(maxsize=4)
-def _window_slots(horizon: int, window: int | None, cap: int | None) -> IntArray:
-    """Canonical node index of every cover slot, shape (slots, T); ``n_nodes`` = none."""
+_Slots = tuple[npt.NDArray[np.signedinteger[Any]], ...]
+_SlotKey = tuple[int, int | None, int | None]
+
+_SLOT_CACHE_BYTES = 32 << 20
+"""Bytes of cover slots kept for older ``(horizon, window, cap)`` keys; the newest
+entry is kept whatever its size (see :class:`_SlotCache`)."""
+
+
+def _build_window_slots(horizon: int, window: int | None, cap: int | None) -> _Slots:
+    """Canonical node index of every cover slot, one length-T array per slot.
+
+    Slot k of row t is the k-th node :func:`~dpref.dyadic.aligned_covers` yields
+    for t, or ``n_nodes`` (a zero pad) when t's cover is shorter.  int32 when the
+    indices fit (half the memory of int64; the gather reads the same nodes).
+    """
     off = layout_offsets(horizon, cap)
     n_nodes = int(off[-1])
+    dtype = np.int32 if n_nodes <= np.iinfo(np.int32).max else np.int64
     t = np.arange(1, horizon + 1, dtype=np.int64)
-    slots = []
+    slots: list[npt.NDArray[np.signedinteger[Any]]] = []
     for b, rows, ends in aligned_covers(t, window_start0(t, window)):
-        idx = np.full(horizon, n_nodes, dtype=np.int64)
+        idx: npt.NDArray[np.signedinteger[Any]] = np.full(horizon, n_nodes, dtype=dtype)
         idx[rows] = off[ends - 1] + b
+        idx.setflags(write=False)
         slots.append(idx)
-    out = np.stack(slots) if slots else np.zeros((0, horizon), np.int64)
-    out.setflags(write=False)
-    return out
+    return tuple(slots)
+
+
+class _SlotCache:
+    """Cover slots by ``(horizon, window, cap)``, bounded by bytes, not entries.
+
+    The most recent entry is always kept, so repeated releases at one horizon reuse
+    it; older entries are dropped, least recently used first, while the total exceeds
+    ``budget``.  At most ``budget`` plus one entry is held: about ``4·|slots|·T``
+    bytes, 80 MB at T = 10⁶ and W = 1000 (an lru_cache of four stacked int64 entries
+    held up to 640 MB there).
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[_SlotKey, _Slots] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: _SlotKey) -> _Slots:
+        """The slots of ``key``, built on a miss."""
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit
+        slots = _build_window_slots(*key)
+        with self._lock:
+            self._entries[key] = slots
+            self._entries.move_to_end(key)
+            self._evict()
+        return slots
+
+    def _evict(self) -> None:
+        total = sum(a.nbytes for v in self._entries.values() for a in v)
+        while len(self._entries) > 1 and total > self.budget:
+            _, old = self._entries.popitem(last=False)
+            total -= sum(a.nbytes for a in old)
+
+    def nbytes(self) -> int:
+        """Bytes held."""
+        with self._lock:
+            return sum(a.nbytes for v in self._entries.values() for a in v)
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._entries.clear()
+
+
+_WINDOW_SLOTS = _SlotCache(_SLOT_CACHE_BYTES)
+
+
+def _window_slots(horizon: int, window: int | None, cap: int | None) -> _Slots:
+    """The cover slots of ``(horizon, window, cap)`` (cached in :data:`_WINDOW_SLOTS`)."""
+    return _WINDOW_SLOTS.get((horizon, window, cap))
 
 
 def _window_combine(z: FloatArray, horizon: int, window: int | None, cap: int | None) -> FloatArray:
@@ -65,7 +133,7 @@ def _window_combine(z: FloatArray, horizon: int, window: int | None, cap: int | 
     zpad = np.concatenate([z, np.zeros((*z.shape[:-1], 1))], axis=-1)
     out = np.zeros((*z.shape[:-1], horizon), dtype=np.float64)
     for idx in slots:
-        out += zpad[..., idx]
+        out += np.take(zpad, idx, axis=-1)
     return out
 
 
