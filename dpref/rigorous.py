@@ -147,8 +147,12 @@ def exponential_sensitivity_bounds(alpha: Fraction) -> tuple[Fraction, Fraction]
         # stopping rule then never fires for α < 2^{−28}.  Exactly instead: the exponents
         # 0, 1, 3, 7, … are distinct, so 1 + α ≤ S ≤ 1 + α + Σ_{m≥3} α^m = 1 + α + α³/(1−α).
         return 1 + a, 1 + a + a**3 / (1 - a)
+    return _sensitivity_fixed_point(a.numerator, a.denominator)
+
+
+def _sensitivity_fixed_point(num: int, den: int) -> tuple[Fraction, Fraction]:
+    """:func:`exponential_sensitivity_bounds` for ``α = num/den`` above ``_TINY_ALPHA``."""
     one = 1 << _FIX
-    num, den = a.numerator, a.denominator
     p_up = _ceil_div(num * one, den)  # ≥ α·2^F
     p_lo = num * one // den
     s_up = s_lo = 0
@@ -186,17 +190,22 @@ def polynomial_breakpoint(j: int, c: Fraction, beta: Fraction) -> int:
     n = int(ctx.floor(x))
     near = ctx.nint(x)
     if abs(x - near) <= x * ctx.mpf(10) ** -30:
-        p, q = c.numerator, c.denominator
-
-        def fits(m: int) -> bool:  # m^p ≤ r^{jq}
-            return bool(m**p * r.denominator ** (j * q) <= r.numerator ** (j * q))
-
-        n = int(near)
-        while not fits(n):
-            n -= 1
-        while fits(n + 1):
-            n += 1
+        n = _largest_fitting(int(near), j, c, r)
     return n - 1
+
+
+def _largest_fitting(n: int, j: int, c: Fraction, r: Fraction) -> int:
+    """The largest m with ``m^c ≤ r^j``, searched from ``n``, in integers (``c = p/q``)."""
+    p, q = c.numerator, c.denominator
+
+    def fits(m: int) -> bool:  # m^p ≤ r^{jq}
+        return bool(m**p * r.denominator ** (j * q) <= r.numerator ** (j * q))
+
+    while not fits(n):
+        n -= 1
+    while fits(n + 1):
+        n += 1
+    return n
 
 
 _SERIES_TERMS = 4096

@@ -359,28 +359,36 @@ class _PolynomialOnline(OnlineCounter):
     def step(self, x: Any) -> float:
         v = self._admit(x)
         t = self.t
-        m = self._m
-        insts = m.instances(t)
+        self._activate(self._m.instances(t))
+        self._delay.appendleft(v)  # _delay[k] = x_{t−k}
+        # keep what the next instance to start (delay d_next > t − 1) will need
+        d_max = self._m.next_delay(t)
+        while len(self._delay) > d_max + 1:
+            self._delay.pop()
+        total = 0.0
+        for (inst, w, st), zs in zip(self._active, self._released_noise(t), strict=True):
+            st.push(w * self._delay[inst.d], zs)
+            total += st.window(inst.window)
+        return total
+
+    def _activate(self, insts: list[_Instance]) -> None:
+        """Give every instance in use a window state (instances only ever start)."""
         while len(self._active) < len(insts):
             inst = insts[len(self._active)]
             self._active.append((inst, float(inst.weight), _WindowState(inst.cap, 1 << inst.cap)))
-        self._delay.appendleft(v)  # _delay[k] = x_{t−k}
-        # keep what the next instance to start (delay d_next > t − 1) will need
-        d_max = m.next_delay(t)
-        while len(self._delay) > d_max + 1:
-            self._delay.pop()
-        # nodes released now: instance j's nodes ending at s = t − d_j, by (level, j)
+
+    def _released_noise(self, t: int) -> list[list[float]]:
+        """Noise of the nodes released now: instance j's nodes ending at ``t − d_j``.
+
+        Drawn in canonical order — by level, then by instance — and returned per instance.
+        """
         need = [st.levels_at(t - inst.d) for inst, _, st in self._active]
         noises: list[list[float]] = [[] for _ in self._active]
         for b in range(max(need, default=0)):
             for k, n in enumerate(need):
                 if b < n:
                     noises[k].append(self._noise(self._scale_f, self._scale))
-        total = 0.0
-        for (inst, w, st), zs in zip(self._active, noises, strict=True):
-            st.push(w * self._delay[inst.d], zs)
-            total += st.window(inst.window)
-        return total
+        return noises
 
     def state_size(self) -> int:
         """Floats held: the delay line (``d_max + 1``) plus each instance's O(W_j) nodes."""
