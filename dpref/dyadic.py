@@ -6,10 +6,16 @@ node is a *left node* when m is odd.  The binary mechanism releases, at each tim
 t, the aligned node of size ``2^{lsb(t)}`` that ends at t; the prefix ``[1, t]``
 is the disjoint union of the left nodes given by the 1-bits of t (the patent's
 Assertion 1), at most ``⌊log₂t⌋ + 1`` of them at distinct levels.
+
+The vectorised helpers (:func:`aligned_covers`, :func:`layout_offsets`, …) number a
+node's level from 0 instead, ``b = k − 1`` (its size is ``2^b``), and index the nodes
+of a *layout* — every aligned node of size at most ``2^cap`` (``cap=None``: any size)
+ending at t ≤ T — in canonical order: by end ascending, then by size ascending.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -19,17 +25,27 @@ from dpref.errors import ParameterError
 
 __all__ = [
     "aligned_cover",
+    "aligned_covers",
     "binary_node",
     "binary_noise_sum",
+    "bitlen",
     "floor_log2",
     "is_left_node",
+    "layout_nodes",
+    "layout_offsets",
     "level_of",
     "lowbit",
     "node_at_level",
+    "popcount_groups",
     "prefix_nodes",
+    "trailing_zeros",
+    "window_cover",
+    "window_start0",
 ]
 
 Interval = tuple[int, int]
+IntArray = npt.NDArray[np.int64]
+IndexGroups = tuple[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]], ...]
 
 
 def _check_pos(name: str, t: int) -> None:
@@ -115,8 +131,13 @@ def aligned_cover(lo: int, hi: int) -> list[Interval]:
     return out
 
 
-@lru_cache(maxsize=64)
-def _popcount_groups(n: int) -> tuple[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]], ...]:
+def popcount_groups(n: int) -> IndexGroups:
+    """``t = 1..n`` with two or more 1-bits, grouped by popcount ascending (0-based).
+
+    Each group is ``(idx, par)``: the positions ``t − 1`` of the group and those of
+    their parents ``t − 2^{lsb(t)} − 1``, which all have a smaller popcount — so a
+    recursion ``S(t) = z(t) + w·S(parent)`` can be run one whole group at a time.
+    """
     t = np.arange(1, n + 1, dtype=np.int64)
     parent = t & (t - 1)  # t minus its lowest set bit
     pop = np.zeros(n, dtype=np.int64)
@@ -131,6 +152,10 @@ def _popcount_groups(n: int) -> tuple[tuple[npt.NDArray[np.intp], npt.NDArray[np
     return tuple(groups)
 
 
+_popcount_groups = lru_cache(maxsize=64)(popcount_groups)
+"""Cached :func:`popcount_groups` (the binary mechanism's path)."""
+
+
 def binary_noise_sum(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Sum node values over the binary decomposition of every t, vectorised.
 
@@ -142,4 +167,90 @@ def binary_noise_sum(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     n = out.shape[-1]
     for idx, par in _popcount_groups(n):
         out[..., idx] += out[..., par]
+    return out
+
+
+# ------------------------------------------------- vectorised covers and layouts
+def bitlen(x: IntArray) -> IntArray:
+    """Bit length of non-negative ints below 2^53, vectorised."""
+    _, e = np.frexp(x.astype(np.float64))
+    return e.astype(np.int64)
+
+
+def trailing_zeros(t: IntArray) -> IntArray:
+    """Trailing zeros of positive ints (the level of the binary node ending at t)."""
+    return bitlen(t & -t) - 1
+
+
+def layout_offsets(horizon: int, cap: int | None) -> IntArray:
+    """``off[e−1]``: canonical index of the first node ending at e (length T+1).
+
+    The nodes ending at e are the aligned nodes of sizes ``2^0 … 2^{min(tz(e), cap)}``,
+    in that order, so node (level b, end e) has index ``off[e−1] + b``.
+    """
+    t = np.arange(1, horizon + 1, dtype=np.int64)
+    count = trailing_zeros(t) + 1 if cap is None else np.minimum(trailing_zeros(t), cap) + 1
+    off = np.zeros(horizon + 1, dtype=np.int64)
+    np.cumsum(count, out=off[1:])
+    return off
+
+
+def layout_nodes(horizon: int, cap: int | None) -> tuple[IntArray, IntArray, IntArray]:
+    """(lo, hi, level) of every node of a layout, canonical order."""
+    off = layout_offsets(horizon, cap)
+    count = np.diff(off)
+    hi = np.repeat(np.arange(1, horizon + 1, dtype=np.int64), count)
+    level = np.arange(int(off[-1]), dtype=np.int64) - np.repeat(off[:-1], count)
+    lo = hi - (np.int64(1) << level) + 1
+    return lo, hi, level
+
+
+def window_start0(t: IntArray, window: int | None) -> IntArray:
+    """``a − 1`` for the window ``[a, t]``, ``a = max(1, t − W + 1)`` (W = None: a = 1)."""
+    if window is None:
+        return np.zeros_like(t)
+    return np.maximum(t - window, 0)
+
+
+def aligned_covers(t: IntArray, a0: IntArray) -> Iterator[tuple[int, IntArray, IntArray]]:
+    """The canonical cover of ``[a0+1, t]`` by maximal aligned nodes, vectorised.
+
+    Let h be the highest bit where ``a0`` and t differ and ``M = ⌊t/2^h⌋·2^h``; the
+    cover is the suffix ``[a0+1, M]`` of the aligned block of size ``2^h`` ending at
+    M (one node per 1-bit of ``M − a0``, smallest first) and the prefix
+    ``[M+1, t]`` (one node per 1-bit of ``t − M``, largest first) — the greedy cover
+    of :func:`aligned_cover`.  Yields ``(b, rows, ends)``: for the rows
+    (0-based positions in ``t``) whose cover uses a node of size ``2^b``, its end.
+    """
+    h = bitlen(a0 ^ t) - 1
+    M = (t >> h) << h
+    ls = M - a0
+    lp = t - M
+    nbits = int(bitlen(np.array([int(np.max(ls | lp, initial=0))]))[0])
+    for b in range(nbits):
+        bit = np.int64(1) << b
+        rows = np.flatnonzero(lp & bit)
+        if rows.size:
+            yield b, rows, M[rows] + ((lp[rows] >> b) << b)
+        rows = np.flatnonzero(ls & bit)
+        if rows.size:
+            yield b, rows, a0[rows] + (ls[rows] & ((bit << 1) - 1))
+
+
+def window_cover(s: int, window: int | None) -> list[tuple[int, int]]:
+    """``(b, end)`` of the canonical cover of the window ending at s (size ``2^b``).
+
+    The window is ``[max(1, s − W + 1), s]`` (``window=None``: ``[1, s]``); the nodes
+    are those :func:`aligned_covers` yields for row s, in ascending b.
+    """
+    a0 = 0 if window is None else max(s - window, 0)
+    h = (a0 ^ s).bit_length() - 1
+    M = (s >> h) << h
+    ls, lp = M - a0, s - M
+    out = []
+    for b in range(max(ls, lp).bit_length()):
+        if lp >> b & 1:
+            out.append((b, M + ((lp >> b) << b)))
+        if ls >> b & 1:
+            out.append((b, a0 + (ls & ((2 << b) - 1))))
     return out

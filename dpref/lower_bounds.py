@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpref.errors import DprefTypeError, ParameterError
+from dpref.rigorous import mp_context, mpf_fraction
 from dpref.validation import (
     check_epsilon,
     check_fraction,
@@ -81,15 +82,11 @@ class Decay:
             return (1 - p**d) / (1 - p)
         if p.denominator == 1 and d <= 10_000:
             return sum((Fraction(1, k ** int(p)) for k in range(1, d + 1)), Fraction(0))
-        import mpmath  # type: ignore[import-untyped]  # lazy: keeps `import dpref` light
-
-        ctx = mpmath.MPContext()
-        ctx.dps = 40
+        ctx = mp_context(40)
         value = ctx.zeta(ctx.mpf(p.numerator) / p.denominator) - ctx.zeta(
             ctx.mpf(p.numerator) / p.denominator, d + 1
         )
-        man, exp = (int(v) for v in value.man_exp)
-        exact = Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
+        exact = mpf_fraction(value)
         return Fraction(floor_float(exact * (1 - Fraction(1, 10**20))))
 
     def describe(self) -> str:
@@ -163,10 +160,7 @@ def packing_distance(epsilon: Any, q: Any) -> int:
     """``D* = max{D ≥ 0 : e^{εD} < 2q} = ⌈ln(2q)/ε⌉ − 1``, exactly."""
     eps = check_epsilon("epsilon", epsilon)
     n = check_positive_int("q", q)
-    import mpmath  # lazy: keeps `import dpref` light
-
-    ctx = mpmath.MPContext()
-    ctx.dps = 50
+    ctx = mp_context(50)
     x = ctx.log(2 * n) / (ctx.mpf(eps.numerator) / eps.denominator)
     near = ctx.nint(x)
     if abs(x - near) < ctx.mpf(10) ** -40:  # pragma: no cover - impossible (Lindemann)

@@ -103,6 +103,7 @@ from proofs.core import (
     check_sign,
     checked,
     eps,
+    label,
     proven,
     run_claim,
 )
@@ -443,8 +444,6 @@ def _lower_bound_claim() -> Outcome:
 
 # --------------------------------------------------------------- the proofs
 def _label(cls: type[Any]) -> str:
-    from proofs.registry import label
-
     return label(cls)
 
 

@@ -418,14 +418,35 @@ def test_audit_no_violation_and_tight(mech: Any) -> None:
 
 def test_polynomial_series_cap_only_loosens_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stopping the explicit sum early (small β) may only raise S: more noise, never less."""
+    from dpref import rigorous  # the cap is read from the bound's home module
     from dpref.mechanisms import decayed
 
     c, beta = Fraction(2), Fraction(1, 100)
     decayed._polynomial_series_upper.cache_clear()
-    monkeypatch.setattr(decayed, "_SERIES_TERMS", 10**9)
+    monkeypatch.setattr(rigorous, "_SERIES_TERMS", 10**9)
     full = decayed._polynomial_series_upper(c, beta)
     decayed._polynomial_series_upper.cache_clear()
-    monkeypatch.setattr(decayed, "_SERIES_TERMS", 100)
+    monkeypatch.setattr(rigorous, "_SERIES_TERMS", 100)
     capped = decayed._polynomial_series_upper(c, beta)
     decayed._polynomial_series_upper.cache_clear()
     assert capped >= full > 1
+
+
+def test_window_slot_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cover slots are cached by size, not count: the newest entry plus at most a budget.
+
+    An lru_cache of four entries held ~640 MB at T = 10⁶; repeated releases at one
+    horizon must still reuse the newest entry.
+    """
+    from dpref.mechanisms.decayed import window
+
+    cache = window._SlotCache(budget=1 << 16)
+    monkeypatch.setattr(window, "_WINDOW_SLOTS", cache)
+    m = WindowSum(window=7, epsilon=EPS)
+    for horizon in (1000, 2000, 3000, 40_000):
+        m.release(np.zeros(horizon), rng=0)
+    newest = cache.get((40_000, 7, m.cap))
+    assert cache.get((40_000, 7, m.cap)) is newest
+    assert sum(a.nbytes for a in newest) > cache.budget
+    assert cache.nbytes() <= cache.budget + sum(a.nbytes for a in newest)
+    assert all(a.dtype == np.int32 and not a.flags.writeable for a in newest)

@@ -1,0 +1,134 @@
+"""Shared pieces of the decayed sums: the base class, parameter checks, exact window
+sums and the windowed online state.
+
+Conventions (level numbering, canonical node order, rigorous scales) are in the
+package docstring, :mod:`dpref.mechanisms.decayed`.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpref.dyadic import window_cover
+from dpref.errors import ParameterError
+from dpref.mechanisms.base import Mechanism
+from dpref.validation import check_fraction, check_int_range, fmt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+_ONE = (Fraction(1),)
+"""The weight table of plans whose coefficients are all 1."""
+
+
+def _exact_rows(counts: IntArray, weights: Sequence[Fraction]) -> list[Fraction]:
+    """Exact ``Σ_b counts[t, b] · weights[b]`` per row (each distinct row once)."""
+    if counts.shape[0] == 0:
+        return []
+    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
+    vals = [
+        sum((int(c) * w for c, w in zip(row, weights, strict=True)), Fraction(0)) for row in uniq
+    ]
+    return [vals[int(k)] for k in np.asarray(inverse).ravel()]
+
+
+def _window_sums(x: FloatArray, window: int | None) -> FloatArray:
+    """``Σ_{i=max(1,t−W+1)}^{t} x_i`` for every t (W = None: prefix sums)."""
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    t = np.arange(1, x.size + 1)
+    if window is None:
+        return c[1:]
+    out: FloatArray = c[t] - c[np.maximum(t - window, 0)]
+    return out
+
+
+def _check_window(name: str, value: Any) -> int:
+    # windows are used in int64 arithmetic on times; no stream reaches 2^62 items
+    return check_int_range(name, value, 1, 2**62)
+
+
+def _check_greater_one(name: str, value: Any) -> Fraction:
+    v = check_fraction(name, value)
+    if v <= 1:
+        raise ParameterError(f"{name}={fmt(value)}: must be > 1")
+    return v
+
+
+def _levels_for_window(window: int) -> int:
+    """``log₂B`` with ``B = 2^⌈log₂W⌉`` (so ``W ≤ B < 2W``)."""
+    return (window - 1).bit_length()
+
+
+# ------------------------------------------------------------- online states
+class _WindowState:
+    """Nodes of levels ``0..cap`` ending in the last ``keep`` steps (true and noisy).
+
+    Memory: at most ``2·keep`` nodes, two floats each — O(W) for a window W ≤ keep.
+    """
+
+    __slots__ = ("cap", "keep", "noisy", "s", "true")
+
+    def __init__(self, cap: int, keep: int) -> None:
+        self.cap = cap
+        self.keep = keep
+        self.s = 0
+        self.true: dict[int, list[float]] = {}
+        self.noisy: dict[int, list[float]] = {}
+
+    def levels_at(self, s: int) -> int:
+        """Number of nodes ending at s."""
+        return min((s & -s).bit_length() - 1, self.cap) + 1
+
+    def push(self, x: float, noises: Sequence[float]) -> None:
+        """Consume one (scaled) item and the noise of the nodes ending now, by level."""
+        self.s += 1
+        s = self.s
+        tv = [x]
+        nv = [x + noises[0]]
+        for b in range(1, len(noises)):
+            v = self.true[s - (1 << (b - 1))][b - 1] + tv[b - 1]
+            tv.append(v)
+            nv.append(v + noises[b])
+        self.true[s] = tv
+        self.noisy[s] = nv
+        old = s - self.keep
+        if old in self.true:
+            del self.true[old]
+            del self.noisy[old]
+
+    def window(self, window: int) -> float:
+        """The noisy window-W estimate at the current step (W ≤ keep)."""
+        return sum(self.noisy[e][b] for b, e in window_cover(self.s, window))
+
+    def size(self) -> int:
+        """Stored floats."""
+        return 2 * sum(len(v) for v in self.true.values())
+
+
+class _Decayed(Mechanism):
+    """Shared pieces: unbounded, float variance without Fractions, canonical checks."""
+
+    needs_horizon = False
+
+    def variance(self, horizon: int | None = None) -> FloatArray:
+        """Exact per-step variance as floats (vectorised for Laplace noise)."""
+        t = self._horizon_for(horizon)
+        if self.noise == "laplace":
+            return self.variance_at(np.arange(1, t + 1, dtype=np.int64))
+        return super().variance(t)
+
+    def variance_at(self, t: Any) -> FloatArray:
+        """Float variance of the Laplace-noise estimate at the given times (any t ≥ 1)."""
+        ts = np.asarray(t, dtype=np.int64)
+        if ts.ndim != 1 or ts.size == 0 or int(ts.min()) < 1:
+            raise ParameterError(f"t={fmt(t)}: must be a non-empty 1-D array of times >= 1")
+        return self._variance_at(ts)
+
+    @abstractmethod
+    def _variance_at(self, t: IntArray) -> FloatArray:
+        """Float variance at the given times."""

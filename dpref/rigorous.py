@@ -1,0 +1,246 @@
+"""Rigorous rational bounds on the irrational constants of the decayed sums.
+
+ζ(δ), ``k^δ``, ExponentialSum's ``S(α) = Σ_{k≥1} α^{2^{k−1}−1}`` and PolynomialSum's
+``S = Σ_j (1−β)^j (log₂B_j + 1)`` are irrational in general.  A mechanism's noise
+scale is proportional to one of them, so the safe direction is **up**: a scale
+computed from an upper bound adds at least the noise the proof requires, and the
+mechanism is at least as private as the symbolic budget.  Every function here returns
+exact :class:`~fractions.Fraction` values whose error is only ever on that side:
+
+* mpmath evaluations (60 digits) are widened by a relative ``1e−40`` (``_MARGIN``),
+  far more than the evaluation's own rounding error — up for upper bounds, down for
+  lower bounds (:func:`zeta_bounds`, :func:`power_upper`);
+* series are summed in 128-bit fixed point with directed rounding (``_ceil_div`` for
+  the upper bound, floor division for the lower one) and closed by a tail bound that
+  over-estimates the rest (:func:`exponential_sensitivity_bounds`,
+  :func:`polynomial_series_upper`);
+* integers defined by an irrational comparison are decided exactly in integer
+  arithmetic whenever the 60-digit estimate is close to a tie
+  (:func:`polynomial_breakpoint`);
+* :func:`exponential_sensitivity_partial` and :func:`mpf_fraction` are exact.
+
+A low layer: only the standard library, numpy, mpmath, :mod:`dpref.errors` and
+:mod:`dpref.validation`.  mpmath is imported on first use, so importing this module
+(and ``dpref``) does not pay for it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from dpref.errors import ParameterError
+from dpref.validation import check_fraction, check_probability_open, fmt
+
+__all__ = [
+    "exponential_sensitivity_bounds",
+    "exponential_sensitivity_partial",
+    "mp_context",
+    "mpf_fraction",
+    "polynomial_breakpoint",
+    "polynomial_series_upper",
+    "power_upper",
+    "zeta_bounds",
+]
+
+_DPS = 60
+"""Decimal digits of the mpmath context used for irrational constants."""
+_MARGIN = Fraction(1, 10**40)
+"""Relative margin added to every mpmath upper bound (and taken off every lower
+bound).  At 60 digits each elementary operation is accurate to about 1e−60
+relative; a few thousand of them accumulate well under 1e−50, so a 1e−40 margin
+covers the floating-point error of the evaluation with room to spare."""
+_ZETA_TERMS = 4096
+"""Terms summed explicitly before the tail bound in :func:`zeta_bounds`."""
+
+
+def mp_context(dps: int = _DPS) -> Any:
+    """A fresh mpmath context of ``dps`` decimal digits (mpmath is imported here, ~25 ms)."""
+    import mpmath  # type: ignore[import-untyped]
+
+    ctx = mpmath.MPContext()
+    ctx.dps = dps
+    return ctx
+
+
+def mpf_fraction(x: Any) -> Fraction:
+    """The exact value of an mpmath ``mpf`` (a binary float) as a Fraction."""
+    man, exp = x.man_exp
+    man, exp = int(man), int(exp)
+    return Fraction(man * (1 << exp)) if exp >= 0 else Fraction(man, 1 << -exp)
+
+
+def _mp_rational(ctx: Any, q: Fraction) -> Any:
+    return ctx.mpf(q.numerator) / ctx.mpf(q.denominator)
+
+
+@lru_cache(maxsize=64)
+def zeta_bounds(delta: Fraction) -> tuple[Fraction, Fraction]:
+    """Rational bounds ``lower ≤ ζ(δ) ≤ upper`` for rational δ > 1.
+
+    With ``f(x) = x^{−δ}`` (decreasing and convex) and ``N`` = 4096:
+
+    * upper: ``Σ_{k<N} k^{−δ} + (N − ½)^{1−δ}/(δ−1)``, because convexity gives
+      ``f(k) ≤ ∫_{k−½}^{k+½} f`` (the midpoint rule under-estimates a convex
+      integrand), so ``Σ_{k≥N} f(k) ≤ ∫_{N−½}^∞ f``;
+    * lower: ``Σ_{k<N} k^{−δ} + N^{1−δ}/(δ−1)`` (the integral test,
+      ``f(k) ≥ ∫_k^{k+1} f``).
+
+    Both are evaluated with mpmath at 60 digits and widened by a relative 1e−40
+    (see ``_MARGIN``), so the bracket holds despite the evaluation's rounding.  The
+    upper bound exceeds ζ(δ) by about ``δ N^{−δ−1}/24``.
+    """
+    d = check_fraction("delta", delta)
+    if d <= 1:
+        raise ParameterError(f"delta={fmt(delta)}: must be > 1")
+    ctx = mp_context()
+    dm = _mp_rational(ctx, d)
+    partial = ctx.fsum(ctx.power(k, -dm) for k in range(1, _ZETA_TERMS))
+    n = ctx.mpf(_ZETA_TERMS)
+    up = partial + ctx.power(n - ctx.mpf(0.5), 1 - dm) / (dm - 1)
+    lo = partial + ctx.power(n, 1 - dm) / (dm - 1)
+    return mpf_fraction(lo) * (1 - _MARGIN), mpf_fraction(up) * (1 + _MARGIN)
+
+
+def power_upper(k: int, delta: Fraction) -> Fraction:
+    """A rational upper bound on ``k^δ`` (exact when δ is an integer)."""
+    if delta.denominator == 1:
+        return Fraction(k) ** int(delta)
+    ctx = mp_context()
+    return mpf_fraction(ctx.power(k, _mp_rational(ctx, delta))) * (1 + _MARGIN)
+
+
+_FIX = 128
+"""Bits of the fixed-point arithmetic with directed rounding used for series."""
+_TINY_ALPHA = Fraction(1, 2**20)
+"""Below this α, :func:`exponential_sensitivity_bounds` bounds S(α) in closed form."""
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+def exponential_sensitivity_partial(alpha: Fraction, levels: int) -> Fraction:
+    """``S_L(α) = Σ_{k=1}^{L} α^{2^{k−1}−1}``, exactly: item 1's weight in the first L levels."""
+    total = Fraction(0)
+    for k in range(1, levels + 1):
+        total += alpha ** ((1 << (k - 1)) - 1)
+    return total
+
+
+@lru_cache(maxsize=64)
+def exponential_sensitivity_bounds(alpha: Fraction) -> tuple[Fraction, Fraction]:
+    """Rational bounds on ``S(α) = Σ_{k≥1} α^{2^{k−1}−1}`` (the patent's Assertion 2).
+
+    The terms ``p_k = α^{2^{k−1}}`` are computed by repeated squaring in 128-bit fixed
+    point, rounding up for the upper bound and down for the lower bound; term k is
+    ``p_k / α``.  Summation stops at the first K whose term is below ``2^{−100}``,
+    and the tail is bounded by a geometric series: for ``k > K`` the exponents
+    ``2^{k−1} − 1`` grow by at least ``2^K`` per step, so
+    ``Σ_{k>K} α^{2^{k−1}−1} ≤ α^{2^K−1} / (1 − α^{2^K})``.  Both bounds are exact
+    Fractions (no floating point anywhere).
+    """
+    a = check_probability_open("alpha", alpha)
+    if a <= _TINY_ALPHA:
+        # The fixed point below bottoms out at one unit (α^{2^k} < 2^{−128}) and its
+        # stopping rule then never fires for α < 2^{−28}.  Exactly instead: the exponents
+        # 0, 1, 3, 7, … are distinct, so 1 + α ≤ S ≤ 1 + α + Σ_{m≥3} α^m = 1 + α + α³/(1−α).
+        return 1 + a, 1 + a + a**3 / (1 - a)
+    return _sensitivity_fixed_point(a.numerator, a.denominator)
+
+
+def _sensitivity_fixed_point(num: int, den: int) -> tuple[Fraction, Fraction]:
+    """:func:`exponential_sensitivity_bounds` for ``α = num/den`` above ``_TINY_ALPHA``."""
+    one = 1 << _FIX
+    p_up = _ceil_div(num * one, den)  # ≥ α·2^F
+    p_lo = num * one // den
+    s_up = s_lo = 0
+    while True:
+        term_up = _ceil_div(p_up * den, num)  # ≥ p_k/α
+        term_lo = p_lo * den // num
+        s_up += term_up
+        s_lo += term_lo
+        nxt_up = _ceil_div(p_up * p_up, one)
+        nxt_lo = p_lo * p_lo // one
+        if term_up < one >> 100:
+            # tail: Σ_{k>K} ≤ α^{2^K−1}/(1 − α^{2^K}), α^{2^K} = p_{K+1}
+            tail_num = _ceil_div(nxt_up * den, num)
+            s_up_f = Fraction(s_up, one) + Fraction(tail_num, one) / (1 - Fraction(nxt_up, one))
+            return Fraction(s_lo, one), s_up_f
+        p_up, p_lo = nxt_up, nxt_lo
+
+
+@lru_cache(maxsize=65536)
+def polynomial_breakpoint(j: int, c: Fraction, beta: Fraction) -> int:
+    """``b(j) = max{i ≥ 0 : (i+1)^{−c} ≥ (1−β)^j}`` exactly (``b(−1) = −1``).
+
+    ``b(j) + 1`` is the largest integer n with ``n^c ≤ (1−β)^{−j}``; with
+    ``c = p/q`` that is ``n^p ≤ ((1−β)^{−1})^{jq}``, decided in integers.  A 60-digit
+    estimate picks the candidate and the exact comparison is used whenever the
+    estimate is within a relative 1e−30 of an integer.
+    """
+    if j < 0:
+        return -1
+    if j == 0:
+        return 0
+    r = 1 / (1 - beta)
+    ctx = mp_context()
+    x = ctx.power(_mp_rational(ctx, r), ctx.mpf(j) / _mp_rational(ctx, c))
+    n = int(ctx.floor(x))
+    near = ctx.nint(x)
+    if abs(x - near) <= x * ctx.mpf(10) ** -30:
+        n = _largest_fitting(int(near), j, c, r)
+    return n - 1
+
+
+def _largest_fitting(n: int, j: int, c: Fraction, r: Fraction) -> int:
+    """The largest m with ``m^c ≤ r^j``, searched from ``n``, in integers (``c = p/q``)."""
+    p, q = c.numerator, c.denominator
+
+    def fits(m: int) -> bool:  # m^p ≤ r^{jq}
+        return bool(m**p * r.denominator ** (j * q) <= r.numerator ** (j * q))
+
+    while not fits(n):
+        n -= 1
+    while fits(n + 1):
+        n += 1
+    return n
+
+
+_SERIES_TERMS = 4096
+"""At most this many explicit terms of PolynomialSum's S; the closed-form tail bound
+holds from any j, so stopping early only loosens S upward (more noise, never less)."""
+
+
+@lru_cache(maxsize=64)
+def polynomial_series_upper(c: Fraction, beta: Fraction) -> Fraction:
+    """Rigorous rational upper bound on ``S = Σ_j (1−β)^j (log₂B_j + 1)`` (PolynomialSum).
+
+    Terms are summed in 128-bit fixed point rounded up (``ρ^j`` by repeated
+    multiplication, rounding up), until ``ρ^{j+1} < 2^{−70}`` or ``_SERIES_TERMS`` terms
+    (small β); the rest is bounded in
+    closed form: ``W_{j'} ≤ b(j') + 1 ≤ (1−β)^{−j'/c}`` gives
+    ``log₂B_{j'} + 1 ≤ κ j' + 2`` with ``κ = log₂(1/(1−β))/c``, bounded above through
+    ``log₂ y ≤ (y − 1)/ln 2`` and ``1/ln 2 < 1443/1000``, and
+    ``Σ_{j'>j} ρ^{j'} (κ j' + 2) = κ ρ^{j+1}((j+1)(1−ρ) + ρ)/(1−ρ)² + 2ρ^{j+1}/(1−ρ)``.
+    """
+    one = 1 << _FIX
+    rho = 1 - beta
+    num, den = rho.numerator, rho.denominator
+    kappa = (1 / rho - 1) * Fraction(1443, 1000) / c
+    total = 0  # fixed point, rounded up
+    p = one  # ≥ ρ^j · 2^F
+    j = 0
+    while True:
+        bp, bj = polynomial_breakpoint(j - 1, c, beta), polynomial_breakpoint(j, c, beta)
+        if bj > bp:  # W_j = bj − bp items; log₂B_j = ⌈log₂W_j⌉ = (W_j − 1).bit_length()
+            total += p * ((bj - bp - 1).bit_length() + 1)
+        p_next = _ceil_div(p * num, den)
+        if j >= 8 and (p_next < one >> 70 or j >= _SERIES_TERMS):
+            r = Fraction(p_next, one)  # ≥ ρ^{j+1}
+            jj = j + 1
+            tail = kappa * r * (jj * (1 - rho) + rho) / (1 - rho) ** 2 + 2 * r / (1 - rho)
+            return Fraction(total, one) + tail
+        p = p_next
+        j += 1
