@@ -1,4 +1,4 @@
-"""Lower bounds for decayed sums under continual observation (SPEC §2.5).
+"""Lower bounds for decayed sums under continual observation (docs/spec.md §2.5).
 
 The packing argument of the decayed-sums patent (Lemma 2, Theorem 7, Corollaries 1–3):
 suppose an ε-DP algorithm is within C of the decayed sum ``F`` at every query of a set

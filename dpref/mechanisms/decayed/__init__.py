@@ -1,4 +1,4 @@
-"""Decayed sums under continual observation (SPEC §2): WindowSum, AllWindowSum,
+"""Decayed sums under continual observation (docs/spec.md §2): WindowSum, AllWindowSum,
 ExponentialSum, PolynomialSum.
 
 The decayed sum induced by a non-increasing ``g`` with ``g(0) = 1`` is
@@ -15,7 +15,7 @@ every node is released once and never updated, and the per-item privacy sum is
 bounded by a series whose limit is ε (``proofs/decayed.py`` proves each budget
 symbolically).
 
-**Canonical node order** (SPEC §0): by release time ``u`` ascending, then by
+**Canonical node order** (docs/spec.md §0): by release time ``u`` ascending, then by
 interval length ascending, then (PolynomialSum) by instance index ascending.  For
 PolynomialSum the release time of a node of instance j is its interval end plus the
 instance's delay ``d_j`` (see :class:`PolynomialSum`).
@@ -45,9 +45,14 @@ References
 """
 
 from dpref.dyadic import window_cover
+
+# The import order is the registration order, i.e. the order of dpref.MECHANISMS.
+# isort: off
+from dpref.mechanisms.decayed.window import AllWindowSum, WindowSum
 from dpref.mechanisms.decayed.exponential import ExponentialSum
 from dpref.mechanisms.decayed.polynomial import PolynomialSum
-from dpref.mechanisms.decayed.window import AllWindowSum, WindowSum
+
+# isort: on
 from dpref.rigorous import (
     exponential_sensitivity_bounds,
     exponential_sensitivity_partial,

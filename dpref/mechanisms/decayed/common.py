@@ -114,6 +114,8 @@ class _Decayed(Mechanism):
     """Shared pieces: unbounded, float variance without Fractions, canonical checks."""
 
     needs_horizon = False
+    proof = "proofs/decayed.py"
+    docs = "docs/decayed.md"
 
     def variance(self, horizon: int | None = None) -> FloatArray:
         """Exact per-step variance as floats (vectorised for Laplace noise)."""

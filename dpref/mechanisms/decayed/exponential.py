@@ -1,4 +1,4 @@
-"""Exponentially decayed sums: :class:`ExponentialSum` (SPEC §2.3).
+"""Exponentially decayed sums: :class:`ExponentialSum` (docs/spec.md §2.3).
 
 The left nodes of one growing tree, weighted by ``α^{u−i}``; the batch path runs the
 recursion ``N(t) = z_t + α^{2^{lsb(t)}} N(t − 2^{lsb(t)})`` one popcount group at a
@@ -18,7 +18,11 @@ import numpy.typing as npt
 from dpref.domains import Domain
 from dpref.dyadic import popcount_groups, trailing_zeros
 from dpref.errors import ParameterError
-from dpref.mechanisms.base import EXACT, BudgetTerm, NodeTable, OnlineCounter
+from dpref.lower_bounds import (
+    Decay,
+    exponential_decay,
+)
+from dpref.mechanisms.base import EXACT, BudgetTerm, Example, NodeTable, OnlineCounter
 from dpref.mechanisms.decayed.common import _ONE, FloatArray, IntArray, _Decayed
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse, TargetRows
@@ -52,12 +56,21 @@ class ExponentialSum(_Decayed):
     1/(1−α²))``-ish: bounded in t.  Online memory O(log t).  ``noise="discrete"`` is
     refused: node values are not integers.
 
+    Parameters
+    ----------
+    alpha
+        The decay α, 0 < α < 1 (the weight of an item t−i steps old is α^i).
+
     References
     ----------
     .. [1] Bolot et al., ICDT 2013, ExponentialSum (Table 3, Assertion 2, Theorem 5).
     """
 
     name = "exponential"
+    examples = (
+        Example({"alpha": Fraction(1, 2)}, horizons=(9,)),
+        Example({"alpha": Fraction(9, 10)}, horizons=()),
+    )
 
     def __init__(
         self,
@@ -81,6 +94,10 @@ class ExponentialSum(_Decayed):
 
     def extra_params(self) -> dict[str, Any]:
         return {"alpha": self.alpha}
+
+    def decay(self) -> Decay:
+        """``g(i) = α^i``."""
+        return exponential_decay(self.alpha)
 
     @property
     def base(self) -> Fraction:

@@ -1,4 +1,4 @@
-"""Polynomially decayed sums, bicriteria: :class:`PolynomialSum` (SPEC §2.4).
+"""Polynomially decayed sums, bicriteria: :class:`PolynomialSum` (docs/spec.md §2.4).
 
 A weighted, delayed :class:`~dpref.mechanisms.decayed.window.WindowSum` instance per
 step of the approximation ``g'`` of ``g(i) = (i+1)^{−c}``; the release time of a node
@@ -18,7 +18,11 @@ import numpy as np
 from dpref.domains import Domain
 from dpref.dyadic import aligned_covers, layout_nodes, layout_offsets, window_start0
 from dpref.errors import ParameterError
-from dpref.mechanisms.base import EXACT, BudgetTerm, NodeTable, OnlineCounter
+from dpref.lower_bounds import (
+    Decay,
+    polynomial_decay,
+)
+from dpref.mechanisms.base import EXACT, BudgetTerm, Example, NodeTable, OnlineCounter
 from dpref.mechanisms.decayed.common import (
     _ONE,
     FloatArray,
@@ -71,12 +75,12 @@ class PolynomialSum(_Decayed):
     size ≤ ``B_j = 2^⌈log₂W_j⌉``) has weight ``(1−β)^j`` and is released at time
     ``u + d_j``, when it is first needed (an instance starts at ``t = d_j + 1``).  All
     nodes get the same ``Lap(λ)``, ``λ = SΔ/ε`` with
-    ``S = Σ_{j: W_j>0} (1−β)^j (log₂B_j + 1)`` — the SPEC §2.4 convention.  S is finite
+    ``S = Σ_{j: W_j>0} (1−β)^j (log₂B_j + 1)`` — the docs/spec.md §2.4 convention.  S is finite
     for every c > 1 (``proofs/decayed.py``); the scale is a rational upper bound of
     ``SΔ/ε`` (the series summed exactly in 128-bit fixed point with upward rounding
     to a tail below ``2^{−64}``, plus a closed-form tail bound).
 
-    **Note on the error.**  With one λ for every instance (SPEC's convention), the
+    **Note on the error.**  With one λ for every instance (docs/spec.md §2.4), the
     estimate at t adds at least one noisy node per *active* instance (``d_j < t``),
     and the number of active instances grows like ``c·ln t/β``: the variance grows
     (logarithmically) with t, unlike the other three mechanisms.  ``dpref bench``
@@ -86,12 +90,23 @@ class PolynomialSum(_Decayed):
     true ``F``, and the reference reports both the additive error (against F') and
     the ``(1−β)`` multiplicative factor.  ``noise="discrete"`` is refused.
 
+    Parameters
+    ----------
+    c
+        The decay exponent c > 1 (the weight of an item i steps old is (i+1)^−c).
+    beta
+        The approximation β, 0 < β < 1: the estimate is unbiased for F' with (1−β)F ≤ F' ≤ F.
+
     References
     ----------
     .. [1] Bolot et al., ICDT 2013, PolynomialSum (Table 4, Theorem 6, Eq. 41–42).
     """
 
     name = "polynomial"
+    examples = (
+        Example({"c": 2, "beta": Fraction(1, 5)}, horizons=(10,)),
+        Example({"c": Fraction(3, 2), "beta": Fraction(1, 2)}, horizons=()),
+    )
 
     def __init__(
         self,
@@ -121,6 +136,10 @@ class PolynomialSum(_Decayed):
 
     def extra_params(self) -> dict[str, Any]:
         return {"c": self.c, "beta": self.beta}
+
+    def decay(self) -> Decay:
+        """The true ``g(i) = (i+1)^{−c}`` (not the step function g' the plan is unbiased for)."""
+        return polynomial_decay(self.c)
 
     # ------------------------------------------------------------ breakpoints
     def breakpoint(self, j: int) -> int:

@@ -1,5 +1,5 @@
 """Sliding-window sums: :class:`WindowSum` (one window) and :class:`AllWindowSum`
-(every window at once, ζ-weighted levels), SPEC §2.1–§2.2.
+(every window at once, ζ-weighted levels), docs/spec.md §2.1–§2.2.
 
 Both answer the window ``[max(1, t−W+1), t]`` by its canonical cover by maximal
 aligned nodes (:func:`dpref.dyadic.aligned_covers`); the batch path sums each cover
@@ -23,7 +23,12 @@ import numpy.typing as npt
 from dpref.domains import Domain
 from dpref.dyadic import aligned_covers, layout_nodes, layout_offsets, window_start0
 from dpref.errors import DprefTypeError, ParameterError
-from dpref.mechanisms.base import EXACT, BudgetTerm, NodeTable, OnlineCounter
+from dpref.lower_bounds import (
+    Decay,
+    prefix_decay,
+    window_decay,
+)
+from dpref.mechanisms.base import EXACT, BudgetTerm, Example, NodeTable, OnlineCounter
 from dpref.mechanisms.decayed.common import (
     _ONE,
     FloatArray,
@@ -210,8 +215,13 @@ class WindowSum(_Decayed):
 
     For W a power of two this is the patent's "each x_j contributes to exactly
     log W + 1 variables" (Theorem 3); for other W dpref rounds the block up to a power
-    of two so that blocks are aligned dyadic nodes (SPEC §2.1, the project's
+    of two so that blocks are aligned dyadic nodes (docs/spec.md §2.1, the project's
     convention since the paper's Table 1 could not be consulted).
+
+    Parameters
+    ----------
+    window
+        The window size W ≥ 1 (items t−W+1 … t are summed).
 
     References
     ----------
@@ -219,6 +229,11 @@ class WindowSum(_Decayed):
     """
 
     name = "window"
+    examples = (
+        Example({"window": 3}, horizons=(12,)),
+        Example({"window": 1}, horizons=()),
+        Example({"window": 8}, horizons=()),
+    )
 
     def __init__(
         self,
@@ -238,6 +253,10 @@ class WindowSum(_Decayed):
 
     def extra_params(self) -> dict[str, Any]:
         return {"window": self.window}
+
+    def decay(self) -> Decay:
+        """``g(i) = 1`` for ``i < W``, else 0."""
+        return window_decay(self.window)
 
     def levels(self, ops: Any = EXACT) -> int:
         """``L = log₂B + 1``: the number of nodes containing each item."""
@@ -370,7 +389,14 @@ class AllWindowSum(_Decayed):
     :func:`zeta_bounds` and a 60-digit evaluation of ``k^δ`` widened by a relative
     1e−40, so the mechanism is at least as private as the symbolic budget.  The
     paper's exact indexing of ε_k could not be consulted; this convention (leaves at
-    level 1, ``ε_k ∝ k^{−δ}``) is the patent's level numbering (SPEC §2.2).
+    level 1, ``ε_k ∝ k^{−δ}``) is the patent's level numbering (docs/spec.md §2.2).
+
+    Parameters
+    ----------
+    delta
+        The level exponent δ > 1 of the ζ-weighted budget (default 3/2).
+    window
+        The window W reported by the single-output views (default: the running sum).
 
     References
     ----------
@@ -378,6 +404,12 @@ class AllWindowSum(_Decayed):
     """
 
     name = "allwindow"
+    examples = (
+        Example({"delta": Fraction(3, 2)}, horizons=(10,)),
+        Example({"delta": 2, "window": 5}, horizons=()),
+        Example({"delta": Fraction(3, 2), "window": 6}, horizons=()),
+        Example({"delta": 2}, horizons=()),
+    )
 
     def __init__(
         self,
@@ -400,6 +432,10 @@ class AllWindowSum(_Decayed):
         if self.window is not None:
             out["window"] = self.window
         return out
+
+    def decay(self) -> Decay:
+        """``g(i) = 1`` for ``i < W`` (every ``i`` for the running sum)."""
+        return prefix_decay() if self.window is None else window_decay(self.window)
 
     def level_epsilon(self, k: Any, ops: Any = EXACT, **s: Any) -> Any:
         """``ε_k = ε/(ζ(δ)·k^δ)`` for level k ≥ 1.
