@@ -2,7 +2,7 @@
 
 An implementer in any language reproduces dpref by reading, for each vector, the
 mechanism and its parameters, the stream, and the node noise in canonical order
-(SPEC §0), and checking that their implementation produces ``outputs``.  The node
+(docs/spec.md §0), and checking that their implementation produces ``outputs``.  The node
 noise is drawn from Laplace and then rounded to a dyadic grid (multiples of 2⁻¹⁰,
 magnitude < 2²⁰), so for mechanisms whose weights and recombination coefficients
 are integers (every counting mechanism, WindowSum) every partial sum is exact in
