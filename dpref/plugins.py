@@ -17,9 +17,9 @@ __all__ = ["BENCH", "COMMANDS", "GROUPS", "VERIFY", "load", "ordered"]
 
 COMMANDS = "dpref.commands"
 """Modules with ``add_parser(subparsers)``: the ``dpref`` subcommands."""
-VERIFY = "dpref.verify"
+VERIFY = "dpref.verify_suites"
 """Functions ``(VerifyOptions) -> list[VerifyRow]``: the suites of ``dpref verify``."""
-BENCH = "dpref.bench"
+BENCH = "dpref.benchmarks"
 """Functions ``(quick: bool) -> list[row]``: the benchmarks of ``dpref bench``."""
 GROUPS = (COMMANDS, VERIFY, BENCH)
 

@@ -6,7 +6,7 @@ A benchmark is a function ``(quick: bool) -> list[row]``, a row a dict
 ``{name, value, baseline, ratio, target, ok, detail}`` plus ``info: True`` for a row
 that only informs (a naive alternative that wins in some regime, a number printed
 beside a bound): its ``ok`` is shown but never fails the run.  Subsystems register
-their benchmarks in the ``dpref.bench`` entry-point group of ``pyproject.toml``; this
+their benchmarks in the ``dpref.benchmarks`` entry-point group of ``pyproject.toml``; this
 package names none of them.  :func:`run_bench` adds one row of its own: the peak
 memory of the run (target ≤ 1 GiB), with each benchmark's peak in its detail.
 """

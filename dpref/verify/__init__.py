@@ -1,7 +1,7 @@
 """``dpref verify``: the main job — every check dpref knows, in one table.
 
 A suite is a function ``(VerifyOptions) -> list[VerifyRow]``.  Subsystems register
-their suites in the ``dpref.verify`` entry-point group of ``pyproject.toml`` (names
+their suites in the ``dpref.verify_suites`` entry-point group of ``pyproject.toml`` (names
 ``NN-label`` fix the order; the proofs run first); this package names none of them,
 so it depends on no subsystem.  The suites today: ``proofs`` (:mod:`proofs.cli`),
 ``plans`` and ``agreement`` (:mod:`dpref.verify.plans`), ``golden``
