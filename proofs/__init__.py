@@ -4,10 +4,19 @@ One module per mechanism family (:mod:`proofs.counting`; the decayed sums add
 ``proofs.decayed``), a registry mapping each mechanism class to its proof module
 (:mod:`proofs.registry`), and a common result type (:class:`~proofs.core.ClaimResult`).
 Run ``dpref prove`` or ``python -m proofs``; ``docs/proofs.md`` collects the theorems.
+
+The names load on first use (PEP 562): sympy takes ~0.4 s to import, and
+``dpref --help`` imports :mod:`proofs.cli` (and so this package) to list ``prove``.
 """
 
-from proofs.core import FAILED, PROVEN, SYMBOLIC, ClaimResult, SymbolicOps
-from proofs.registry import EXHAUSTIVE_LIMIT, PROOF_MODULES, proof_for, prove, prove_all
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from proofs.core import FAILED, PROVEN, SYMBOLIC, ClaimResult, SymbolicOps
+    from proofs.registry import EXHAUSTIVE_LIMIT, PROOF_MODULES, proof_for, prove, prove_all
 
 __all__ = [
     "EXHAUSTIVE_LIMIT",
@@ -21,3 +30,23 @@ __all__ = [
     "prove",
     "prove_all",
 ]
+
+_HOME = dict.fromkeys(("FAILED", "PROVEN", "SYMBOLIC", "ClaimResult", "SymbolicOps"), "core")
+_HOME.update(
+    dict.fromkeys(
+        ("EXHAUSTIVE_LIMIT", "PROOF_MODULES", "proof_for", "prove", "prove_all"), "registry"
+    )
+)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -180,7 +180,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 LAYERS: list[tuple[str, ...]] = [
     ("dpref.errors",),
     ("dpref.validation", "dpref.plugins"),
-    ("dpref.rigorous", "dpref.noise", "dpref.sensitivity.items", "dpref.dyadic"),
+    ("dpref.rigorous", "dpref.noise", "dpref.dyadic"),
     ("dpref.domains", "dpref.plan", "dpref.lower_bounds", "dpref.sensitivity"),
     ("dpref.mechanisms",),
     ("dpref.registry", "dpref.golden"),
