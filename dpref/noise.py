@@ -2,7 +2,7 @@
 
 All randomness comes from a :class:`numpy.random.Generator` (NEP 19); dpref never
 touches global random state.  Node noise is drawn in the plan's canonical node
-order (SPEC §0), one draw per node, so a seed fixes every node's noise.
+order (docs/spec.md §0), one draw per node, so a seed fixes every node's noise.
 
 * **Continuous Laplace** ``Lap(b)``: node ``n`` gets ``b_n · L_n`` where ``L_n`` are
   standard Laplace draws ``rng.laplace(0, 1)`` in canonical order (fast; note the

@@ -1,4 +1,4 @@
-"""Linear plans (SPEC §0) and their exact checks.
+"""Linear plans (docs/spec.md §0) and their exact checks.
 
 A continual-release mechanism is a *linear plan*:
 
@@ -229,7 +229,7 @@ def _grouped_exact_sums(counts: npt.NDArray[np.int64], weights: list[Fraction]) 
 
 @dataclass(frozen=True, eq=False)
 class LinearPlan:
-    """An explicit linear plan ``(A, b, R, Q)`` with exact checks (SPEC §0)."""
+    """An explicit linear plan ``(A, b, R, Q)`` with exact checks (docs/spec.md §0)."""
 
     name: str
     """Mechanism label for reports."""

@@ -1,4 +1,5 @@
-"""Proofs for the counting mechanisms (SPEC §1): Simple I, Simple II, Two-Level, Binary, Hybrid.
+"""Proofs for the counting mechanisms (docs/spec.md §1): Simple I, Simple II, Two-Level,
+Binary, Hybrid.
 
 Each mechanism releases noisy p-sums (nodes) ``[l_n, u_n]`` with ``Lap(b_n)``; by basic
 composition the release is ``(max_i Σ_{n ∋ i} Δ/b_n)``-DP (Dwork et al. 2006).  For every

@@ -1,4 +1,4 @@
-"""Proofs for the decayed-sum mechanisms (SPEC §2): WindowSum, AllWindowSum,
+"""Proofs for the decayed-sum mechanisms (docs/spec.md §2): WindowSum, AllWindowSum,
 ExponentialSum, PolynomialSum.
 
 Every node is released once with ``Lap(b_n)``, so by basic composition the release is
@@ -40,8 +40,8 @@ Series bound (Theorem 5's regime α ∈ (2/3, 1)): ``S(α) ≤ log₂(1/(1−α)
 be the least k with ``(1−α)2^{k−1} ≥ 1``; the ``k* − 1 ≤ log₂(1/(1−α)) + 1`` terms
 before it are ≤ 1; after it, ``α^{2^{k−1}−1} ≤ α^{−1}e^{−(1−α)2^{k−1}}`` (``ln α ≤ α−1``)
 ``≤ (3/2) e^{−2^{k−k*}} ≤ (3/2) e^{−(k−k*+1)}`` (Bernoulli), summing to
-``(3/2)/(e−1) < 1``.  (The patent's own constant, Eq. 37, is illegible in the seed; this
-bound has its form ``O(log 1/(1−α))``.)
+``(3/2)/(e−1) < 1``.  (The patent's own constant, Eq. 37, is illegible in the copy of
+US 9,471,791 we could read; this bound has its form ``O(log 1/(1−α))``.)
 
 Theorem (PolynomialSum).  With ``b(j) = max{i : (i+1)^{−c} ≥ (1−β)^j}``:
 ``i ≤ b(j) ⇒ g(i) ≥ g(b(j)) ≥ (1−β)^j = g'(i)`` (g decreasing) and
@@ -53,7 +53,7 @@ in ``log₂B_j + 1`` of them, so the sensitivity is ``S = Σ_j ρ^j (log₂B_j +
 = (1−β)log₂(1/(1−β))/(cβ²) + 2/β`` — finite for every c > 1 (dominated by β^{−2},
 as the patent remarks).
 
-Lower bound (patent Lemma 2 / Theorem 7, SPEC §2.5).  If an ε-DP algorithm is within C
+Lower bound (patent Lemma 2 / Theorem 7, docs/spec.md §2.5).  If an ε-DP algorithm is within C
 of F at every query of a set of q queries with probability ≥ 2/3, take
 ``x^0 = 0^{Dq}``, ``x^a = 0^{(a−1)D}1^D0^{(q−a)D}`` and queries at ``aD``.  Each
 ``x^a`` is at Hamming distance D from ``x^0``, so by group privacy
@@ -332,7 +332,7 @@ def _exp_tail(cls: type[Any]) -> Outcome:
     s9 = float(exponential_sensitivity_bounds(Fraction(9, 10))[1])
     s99 = float(exponential_sensitivity_bounds(Fraction(99, 100))[1])
     if not (abs(s9 - 3.353) < 5e-4 and abs(s99 - 6.378) < 5e-4):
-        raise ProofFailure(f"S(0.9)={s9}, S(0.99)={s99} disagree with SPEC")
+        raise ProofFailure(f"S(0.9)={s9}, S(0.99)={s99} disagree with docs/spec.md §2.3")
     return proven(
         "Σ_{k>K} α^{2^{k−1}−1} ≤ α^{2^K−1}/(1 − α^{2^K})",
         "gap = 2^K(2^m − 1 − m) ≥ 0 (Bernoulli 2^m ≥ 1+m); geometric series; " + "; ".join(rows),
@@ -443,10 +443,6 @@ def _lower_bound_claim() -> Outcome:
 
 
 # --------------------------------------------------------------- the proofs
-def _label(cls: type[Any]) -> str:
-    return label(cls)
-
-
 def _rows(name: str, claims: list[tuple[str, Callable[[], Outcome]]]) -> list[ClaimResult]:
     return [run_claim(name, claim, fn) for claim, fn in claims]
 
@@ -454,7 +450,7 @@ def _rows(name: str, claims: list[tuple[str, Callable[[], Outcome]]]) -> list[Cl
 def _prove_window(cls: type[Any], limit: int) -> list[ClaimResult]:
     ms = [cls(window=w, epsilon=EPSILON) for w in (1, 3, 8, 100)]
     return _rows(
-        _label(cls),
+        label(cls),
         [
             ("budget", lambda: _window_budget(cls)),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),
@@ -468,7 +464,7 @@ def _prove_window(cls: type[Any], limit: int) -> list[ClaimResult]:
 def _prove_allwindow(cls: type[Any], limit: int) -> list[ClaimResult]:
     ms = [cls(epsilon=EPSILON, delta=Fraction(3, 2)), cls(epsilon=EPSILON, delta=2, window=5)]
     return _rows(
-        _label(cls),
+        label(cls),
         [
             ("ζ-weighted level budget", lambda: _zeta_budget(cls)),
             ("rational scales ≥ exact", lambda: _zeta_scales(cls)),
@@ -481,7 +477,7 @@ def _prove_allwindow(cls: type[Any], limit: int) -> list[ClaimResult]:
 def _prove_exponential(cls: type[Any], limit: int) -> list[ClaimResult]:
     ms = [cls(alpha=Fraction(1, 2), epsilon=EPSILON), cls(alpha=Fraction(9, 10), epsilon=EPSILON)]
     return _rows(
-        _label(cls),
+        label(cls),
         [
             ("Assertion 2", lambda: _assertion2(limit)),
             ("sensitivity S(α)", lambda: _exp_sensitivity(cls)),
@@ -499,7 +495,7 @@ def _prove_polynomial(cls: type[Any], limit: int) -> list[ClaimResult]:
         cls(c=3, beta=Fraction(1, 2), epsilon=EPSILON),
     ]
     return _rows(
-        _label(cls),
+        label(cls),
         [
             ("(1−β)g ≤ g' ≤ g", lambda: _g_sandwich(limit)),
             ("series S converges", lambda: _poly_series(cls)),

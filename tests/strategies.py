@@ -1,4 +1,4 @@
-"""Hypothesis strategies shared by the test suite (one module, as DESIGN.md asks)."""
+"""Hypothesis strategies shared by the test suite."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ junk: st.SearchStrategy[Any] = st.recursive(
 
 
 # --------------------------------------------------------------------------- global sensitivity
-# Strategies for tests/test_sensitivity.py (SPEC §4): universes small enough for the
+# Strategies for tests/test_sensitivity.py (docs/spec.md §4): universes small enough for the
 # brute-force oracle to enumerate.
 
 

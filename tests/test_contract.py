@@ -1,4 +1,4 @@
-"""The mechanism contract (DESIGN.md), inherited by every mechanism's tests.
+"""The mechanism contract (docs/plans.md), inherited by every mechanism's tests.
 
 Tumult-style: :class:`MechanismContract` holds every test; one test class per
 declared example of every registered mechanism inherits it and only says how to

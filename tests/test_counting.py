@@ -1,4 +1,4 @@
-"""Mechanism-specific facts of the counting mechanisms (SPEC §1)."""
+"""Mechanism-specific facts of the counting mechanisms (docs/spec.md §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Decayed sums (SPEC §2): what the shared contract test does not cover.
+"""Decayed sums (docs/spec.md §2): what the shared contract test does not cover.
 
 Exact plan checks for more parameters, the window covers, PolynomialSum's release
 times, multi-window AllWindowSum, the irrational constants, the bicriteria sandwich,

@@ -1,4 +1,4 @@
-"""Global sensitivity (SPEC §4): fast == oracle, hand-checked values, bad input, CLI."""
+"""Global sensitivity (docs/spec.md §4): fast == oracle, hand-checked values, bad input, CLI."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ bounded from samples gives a lower bound on ε.  Two families are searched:
   selection split, each step adding the half-line that most improves a projected
   lower bound (StatDP searches single half-lines only; DP-Sniper trains a
   classifier);
-* **plan-aware** (when a linear plan is known, SPEC §0): the log-likelihood ratio of
+* **plan-aware** (when a linear plan is known, docs/spec.md §0): the log-likelihood ratio of
   the node noise, thresholded.  The noisy nodes are recovered as ``v = R⁺ y`` (exact
   when R restricted to its used nodes is invertible, as for every counting
   mechanism), and for Laplace noise ``ln p_x(v)/p_{x′}(v) = Σ_n (|v_n − μ′_n| −

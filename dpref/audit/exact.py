@@ -1,6 +1,6 @@
 """Exact privacy loss of a built-in mechanism's release, without sampling (small T).
 
-For a linear plan (SPEC §0) with independent Laplace or discrete Laplace node noise,
+For a linear plan (docs/spec.md §0) with independent Laplace or discrete Laplace node noise,
 the release of the node vector ``v = Ax + z`` on stream x has density (or pmf)
 ``Π_n p_{b_n}(v_n − (Ax)_n)``.  For neighbours ``x, x′`` the ratio of the two
 densities factorises over nodes, so

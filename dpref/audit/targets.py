@@ -1,10 +1,10 @@
 """Targets under audit: dpref's own mechanisms, or untrusted third-party callables.
 
 A *black-box target* is any callable ``f(stream, rng) -> sequence of len(stream)
-floats`` (DESIGN.md), named on the command line as ``package.module:function`` or
-``path/to/file.py:function``.  A target is untrusted code: its exceptions, outputs of
-the wrong length or type, non-finite outputs and calls that run longer than the
-timeout are recorded as :class:`Finding` s and never crash dpref.
+floats`` (docs/auditing.md, "The target"), named on the command line as
+``package.module:function`` or ``path/to/file.py:function``.  A target is untrusted
+code: its exceptions, outputs of the wrong length or type, non-finite outputs and
+calls that run longer than the timeout are recorded as :class:`Finding` s and never crash dpref.
 
 A *built-in target* wraps a :class:`~dpref.mechanisms.Mechanism` and is sampled
 through :meth:`~dpref.mechanisms.Mechanism.release_many` (vectorised).  Mechanisms

@@ -1,4 +1,4 @@
-"""Benchmarks of the decayed-sum mechanisms (SPEC §2), for ``dpref bench``.
+"""Benchmarks of the decayed-sum mechanisms (docs/spec.md §2), for ``dpref bench``.
 
 * **flat error**: the exact variance's maximum over each decade of t, up to 10⁶ (all
   t for WindowSum, AllWindowSum and ExponentialSum; 20 000 sampled t per decade for
@@ -77,7 +77,7 @@ def _flat_rows(quick: bool) -> list[Row]:
                 "detail": "max Var(t) by decade: "
                 + ", ".join(f"{v:.4g}" for v in per_decade)
                 + (
-                    "; grows with the active instances (uniform λ, SPEC §2.4)"
+                    "; grows with the active instances (uniform λ, docs/spec.md §2.4)"
                     if isinstance(m, PolynomialSum)
                     else ""
                 ),
@@ -230,5 +230,5 @@ def _naive_rows(quick: bool) -> list[Row]:
 
 
 def decayed_bench(quick: bool = False) -> list[Row]:
-    """Flat error over t, speed, naive alternatives and lower bounds (SPEC §2)."""
+    """Flat error over t, speed, naive alternatives and lower bounds (docs/spec.md §2)."""
     return _flat_rows(quick) + _empirical_rows(quick) + _speed_rows(quick) + _naive_rows(quick)

@@ -1,4 +1,4 @@
-"""Continual-release mechanisms: counting (SPEC §1) and decayed sums (SPEC §2).
+"""Continual-release mechanisms: counting (docs/spec.md §1) and decayed sums (docs/spec.md §2).
 
 Each class declares itself (its command-line name, examples, proof file, docs page
 and decay) and registers in :data:`MECHANISMS` when its module is imported; this

@@ -1,6 +1,6 @@
 """The mechanism contract every continual-release mechanism implements.
 
-A mechanism is a linear plan (SPEC §0) written once and viewed four ways: the fast
+A mechanism is a linear plan (docs/spec.md §0) written once and viewed four ways: the fast
 batch path (:meth:`Mechanism.release`, :meth:`Mechanism.release_many`), the online
 counter (:meth:`Mechanism.online`), the explicit plan (:meth:`Mechanism.plan`) and
 the symbolic declarations the proofs in ``proofs/`` read.
@@ -117,7 +117,7 @@ class RowTerm:
 
     The output at t adds ``count`` noisy nodes of this kind, each with coefficient
     ``coefficient`` and Laplace scale ``scale``, so it contributes
-    ``2 · count · coefficient² · scale²`` to ``Var(out_t)`` (SPEC §0, item 4).
+    ``2 · count · coefficient² · scale²`` to ``Var(out_t)`` (docs/spec.md §0, item 4).
     """
 
     kind: str
@@ -132,7 +132,7 @@ class RowTerm:
 
 @dataclass(frozen=True, eq=False)
 class NodeTable:
-    """Nodes released up to a horizon, in canonical order (SPEC §0)."""
+    """Nodes released up to a horizon, in canonical order (docs/spec.md §0)."""
 
     lo: IntArray
     """Interval starts (1-indexed)."""
@@ -226,7 +226,7 @@ def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
 
 
 class Mechanism(ABC):
-    """Base class of every continual-release mechanism (the contract of DESIGN.md).
+    """Base class of every continual-release mechanism (the contract: docs/plans.md).
 
     Parameters
     ----------

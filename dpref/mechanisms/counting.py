@@ -1,4 +1,4 @@
-"""Continual counting (SPEC §1): Simple I, Simple II, Two-Level, Binary, Hybrid.
+"""Continual counting (docs/spec.md §1): Simple I, Simple II, Two-Level, Binary, Hybrid.
 
 Target: prefix sums ``c_t = Σ_{i≤t} x_i``.  Every mechanism releases noisy p-sums
 (nodes) and adds them up; the canonical node order is by release time, then by
@@ -409,9 +409,10 @@ class Binary(_UniformCounting):
 
     At each t it releases the aligned node of size ``2^{lsb(t)}`` ending at t with
     ``Lap(LΔ/ε)``; the output at t is the sum of the noisy nodes of the binary
-    decomposition of t (one per 1-bit), variance ``popcount(t)·2(LΔ/ε)²``.  An item
-    lies in exactly one node per level, L levels in all, so the budget is
-    ``L · ε/L = ε``.
+    decomposition of t (one per 1-bit), variance ``popcount(t)·2(LΔ/ε)²``.  Only left
+    (aligned, ending at their release time) nodes are released, so an item lies in at
+    most one released node per level — item 1 in exactly one per level, L in all — and
+    the budget is ``L · ε/L = ε``.
 
     **Pitfall.** The lecture's ``ε' = ε/log T`` undercounts the levels: item 1 is in
     the nodes ending at 1, 2, 4, …, 2^{L−1} — ``⌊log₂T⌋ + 1`` of them.  With
@@ -555,7 +556,7 @@ class Hybrid(_Counting):
     nodes of the k-th instance (k · ε/(2k) = ε/2): ε in all, reached from T = 4 on
     (below that only the log blocks of items 1–3 are complete).  Variance at
     ``t = 2^k + r``: ``2(2Δ/ε)²(k + 1) + popcount(r)·2(2kΔ/ε)²``.  This is the
-    project's convention (SPEC §1), after Chan, Shi, Song's Hybrid Mechanism.
+    project's convention (docs/spec.md §1), after Chan, Shi, Song's Hybrid Mechanism.
 
     References
     ----------

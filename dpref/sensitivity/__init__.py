@@ -1,7 +1,7 @@
-"""Global L1 sensitivity of one-dimensional queries (SPEC §4).
+"""Global L1 sensitivity of one-dimensional queries (docs/spec.md §4).
 
-The definitions are the sensitivity notebook's (see ``seeds/sensitivity-notebook.txt``),
-made exact.  A *universe* ``U`` is either
+The definitions are the sensitivity notebook's (OpenMined, "Global Sensitivity From
+Scratch", 2021; docs/spec.md §4), made exact.  A *universe* ``U`` is either
 
 * ``universe="dataset"``: a multiset of people; equal values are different people, and a
   dataset uses each person at most once (notebook scenario (a)); or

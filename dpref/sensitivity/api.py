@@ -115,7 +115,7 @@ def global_sensitivity(
     unbounded_side: Literal["both", "remove", "add"] = "both",
     max_enumeration: int = DEFAULT_MAX_ENUMERATION,
 ) -> float:
-    r"""Global L1 sensitivity ``max |q(D) − q(D')|`` of ``query`` (SPEC §4).
+    r"""Global L1 sensitivity ``max |q(D) − q(D')|`` of ``query`` (docs/spec.md §4).
 
     Parameters
     ----------

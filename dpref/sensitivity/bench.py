@@ -96,7 +96,7 @@ def bench() -> list[dict[str, object]]:
 
 
 def sensitivity_bench(quick: bool = False) -> list[dict[str, Any]]:
-    """Global sensitivity: fast exact algorithms vs the brute-force oracle (SPEC §4).
+    """Global sensitivity: fast exact algorithms vs the brute-force oracle (docs/spec.md §4).
 
     The ``module:function(quick) -> rows`` entry point of ``dpref bench``; the rows are
     :func:`bench`'s (``quick`` changes nothing: the whole run takes a few seconds).

@@ -1,4 +1,4 @@
-"""The ``dpref sensitivity`` subcommand: global sensitivity of a column (SPEC §4).
+"""The ``dpref sensitivity`` subcommand: global sensitivity of a column (docs/spec.md §4).
 
 ``dpref sensitivity (--universe 1,2,3 | --csv FILE --column NAME) --size N --query Q
 [--hamming K] [--model bounded|unbounded] [--universe-kind dataset|range] [--json]
