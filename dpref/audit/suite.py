@@ -40,54 +40,45 @@ def _build(name: str, horizon: int) -> Mechanism:
 
 def audit_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Exact loss ≤ ε, no proven violation, self-conformance, per mechanism."""
-    rows = []
-    for name in opts.mechanisms or tuple(MECHANISMS):
-        start = time.perf_counter()
-        try:
-            m4 = _build(name, _AUDIT_T)
-            m16 = _build(name, _CONFORM_T)
-        except DprefError as exc:
-            rows.append(
-                VerifyRow(
-                    "audit", name, 0, 0, detail=f"skipped: cannot build with defaults ({exc})"
-                )
-            )
-            continue
-        failed = 0
-        problems: list[str] = []
-        exact = exact_loss(m4, _AUDIT_T)
-        if exact.epsilon is None or exact.epsilon > m4.declared_epsilon:
-            failed += 1
-            problems.append(f"exact loss {exact.as_float():.4g} > declared {m4.declared_epsilon}")
-        report = audit(m4, horizon=_AUDIT_T, samples=20_000, confidence=0.999, seed=opts.seed)
-        if not report.ok:
-            failed += 1
-            problems.append(f"audit: ε ≥ {report.epsilon_lower_bound} proven")
-        conf = conform(m16, m16, horizon=_CONFORM_T, runs=500, alpha=1e-4, seed=opts.seed)
-        if not conf.conforms:
-            failed += 1
-            bad = [c.name for c in conf.checks if c.passed is False]
-            problems.append(f"does not conform to itself: {', '.join(bad)}")
-        lb = report.epsilon_lower_bound
-        detail = "; ".join(problems) or (
+    return [_audit_row(name, opts.seed) for name in opts.mechanisms or tuple(MECHANISMS)]
+
+
+def _audit_row(name: str, seed: int) -> VerifyRow:
+    """The three checks of one mechanism; one that cannot be built is a failed row."""
+    start = time.perf_counter()
+    try:
+        m4 = _build(name, _AUDIT_T)
+        m16 = _build(name, _CONFORM_T)
+    except DprefError as exc:
+        return VerifyRow("audit", name, 1, 1, detail=f"cannot build its first example ({exc})")
+    problems: list[str] = []
+    exact = exact_loss(m4, _AUDIT_T)
+    if exact.epsilon is None or exact.epsilon > m4.declared_epsilon:
+        problems.append(f"exact loss {exact.as_float():.4g} > declared {m4.declared_epsilon}")
+    report = audit(m4, horizon=_AUDIT_T, samples=20_000, confidence=0.999, seed=seed)
+    if not report.ok:
+        problems.append(f"audit: ε ≥ {report.epsilon_lower_bound} proven")
+    conf = conform(m16, m16, horizon=_CONFORM_T, runs=500, alpha=1e-4, seed=seed)
+    if not conf.conforms:
+        bad = [c.name for c in conf.checks if c.passed is False]
+        problems.append(f"does not conform to itself: {', '.join(bad)}")
+    lb = report.epsilon_lower_bound
+    return VerifyRow(
+        "audit",
+        name,
+        3,
+        len(problems),
+        declared_epsilon=str(m4.declared_epsilon),
+        proven_sum=str(exact.epsilon) if exact.epsilon is not None else "inf",
+        seconds=time.perf_counter() - start,
+        detail="; ".join(problems)
+        or (
             f"exact loss {exact.epsilon} ({exact.scope}), sampled ε ≥ "
             f"{lb if lb is None else round(lb, 3)}, conforms to itself"
-        )
-        rows.append(
-            VerifyRow(
-                "audit",
-                name,
-                3,
-                failed,
-                declared_epsilon=str(m4.declared_epsilon),
-                proven_sum=str(exact.epsilon) if exact.epsilon is not None else "inf",
-                seconds=time.perf_counter() - start,
-                detail=detail,
-                extra={
-                    "exact_loss": None if exact.epsilon is None else str(exact.epsilon),
-                    "epsilon_lower_bound": lb,
-                    "conforms": conf.conforms,
-                },
-            )
-        )
-    return rows
+        ),
+        extra={
+            "exact_loss": None if exact.epsilon is None else str(exact.epsilon),
+            "epsilon_lower_bound": lb,
+            "conforms": conf.conforms,
+        },
+    )

@@ -23,6 +23,12 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+HEADER = (
+    f"{'suite':<11} {'mechanism':<26} {'checks':>7} {'declared ε':>10} "
+    f"{'proven sum':>10}  status  seconds"
+)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run every suite and print the table (or one JSON object); 1 if any check failed."""
     opts = VerifyOptions(
@@ -31,39 +37,35 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         mechanisms=tuple(args.mechanism or ()),
     )
-    header = (
-        f"{'suite':<11} {'mechanism':<26} {'checks':>7} {'declared ε':>10} "
-        f"{'proven sum':>10}  status  seconds"
-    )
-
-    def short(value: str) -> str:
-        """Long exact fractions are shown as ≈ a float (JSON keeps them exact)."""
-        if len(value) <= 10 or "/" not in value:
-            return value
-        try:
-            return f"≈{float(Fraction(value)):.6g}"
-        except (ValueError, ZeroDivisionError, OverflowError):
-            return value[:9] + "…"
-
-    def show(row: VerifyRow) -> None:
-        if not args.json:
-            print(
-                f"{row.suite:<11} {row.mechanism:<26} {row.checks:>7} "
-                f"{short(row.declared_epsilon):>10} {short(row.proven_sum):>10}  "
-                f"{row.status:<6} {row.seconds:>8.2f}",
-                flush=True,
-            )
-            if row.failed:
-                print(f"    {row.detail}", flush=True)
-
     if not args.json:
-        print(header)
-    rows = run_verify(opts, progress=show)
+        print(HEADER)
+    rows = run_verify(opts, progress=None if args.json else _show)
     failed = [r for r in rows if r.failed]
     if args.json:
         print(json.dumps({"passed": not failed, "rows": [r.as_dict() for r in rows]}))
     else:
-        total = sum(r.checks for r in rows)
         verdict = "FAILED" if failed else "all passed"
-        print(f"{total} checks in {len(rows)} rows: {verdict}")
+        print(f"{sum(r.checks for r in rows)} checks in {len(rows)} rows: {verdict}")
     return 1 if failed else 0
+
+
+def _short(value: str) -> str:
+    """Long exact fractions are shown as ≈ a float (JSON keeps them exact)."""
+    if len(value) <= 10 or "/" not in value:
+        return value
+    try:
+        return f"≈{float(Fraction(value)):.6g}"
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return value[:9] + "…"
+
+
+def _show(row: VerifyRow) -> None:
+    """Print one row as it completes (and its first failure)."""
+    print(
+        f"{row.suite:<11} {row.mechanism:<26} {row.checks:>7} "
+        f"{_short(row.declared_epsilon):>10} {_short(row.proven_sum):>10}  "
+        f"{row.status:<6} {row.seconds:>8.2f}",
+        flush=True,
+    )
+    if row.failed:
+        print(f"    {row.detail}", flush=True)
