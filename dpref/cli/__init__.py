@@ -17,11 +17,26 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from dpref.cli.common import DprefParser
+from dpref.cli.common import (  # re-exported: these lived in dpref.cli before it was a package
+    DprefParser,
+    _Parser,
+    add_mechanism_args,
+    mechanism_from_args,
+    parse_domain,
+    read_stream,
+)
 from dpref.errors import DprefError
 from dpref.plugins import COMMANDS, load
 
-__all__ = ["build_parser", "main"]
+__all__ = [
+    "DprefParser",
+    "add_mechanism_args",
+    "build_parser",
+    "main",
+    "mechanism_from_args",
+    "parse_domain",
+    "read_stream",
+]
 
 
 def build_parser() -> DprefParser:
