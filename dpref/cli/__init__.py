@@ -19,11 +19,13 @@ from collections.abc import Sequence
 
 from dpref.cli.common import (  # re-exported: these lived in dpref.cli before it was a package
     DprefParser,
-    _Parser,
     add_mechanism_args,
     mechanism_from_args,
     parse_domain,
     read_stream,
+)
+from dpref.cli.common import (
+    _Parser as _Parser,
 )
 from dpref.errors import DprefError
 from dpref.plugins import COMMANDS, load
