@@ -4,6 +4,8 @@ conformance to a reference mechanism.
 * :func:`audit` — a Clopper–Pearson lower bound on the privacy loss of a target on
   event-level neighbouring streams (``dpref audit``);
 * :func:`exact_loss` — the exact loss of a built-in mechanism at small T;
+* :func:`exact_audit` — the exact loss of a noise-injectable target, from its linear
+  structure recovered by scripting its noise (``dpref audit --exact``);
 * targets are dpref mechanisms or untrusted callables ``f(stream, rng)``
   (:func:`as_target`), whose crashes become :class:`Finding` s.
 
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dpref.audit.exact import ExactLoss, exact_loss
     from dpref.audit.loss import AuditReport, EventResult, NeighbourPair, audit, standard_pairs
+    from dpref.audit.recording import NoiseCallback, RecordingGenerator
+    from dpref.audit.structural import StructuralReport, exact_audit, mechanism_target
     from dpref.audit.targets import Finding, Target, as_target, load_callable
 
 __all__ = [
@@ -27,11 +31,16 @@ __all__ = [
     "ExactLoss",
     "Finding",
     "NeighbourPair",
+    "NoiseCallback",
+    "RecordingGenerator",
+    "StructuralReport",
     "Target",
     "as_target",
     "audit",
+    "exact_audit",
     "exact_loss",
     "load_callable",
+    "mechanism_target",
     "standard_pairs",
 ]
 
@@ -47,6 +56,11 @@ _HOME = {
     "Target": "targets",
     "as_target": "targets",
     "load_callable": "targets",
+    "NoiseCallback": "recording",
+    "RecordingGenerator": "recording",
+    "StructuralReport": "structural",
+    "exact_audit": "structural",
+    "mechanism_target": "structural",
 }
 
 

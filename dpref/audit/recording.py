@@ -1,0 +1,317 @@
+"""Noise-injectable targets: a recording generator and a noise callback (docs/auditing.md §6).
+
+A *noise-injectable* target takes its randomness from an object dpref hands it.  Two
+protocols are supported:
+
+* ``"rng"`` (the default) — ``f(stream, rng)``: ``rng`` is a :class:`RecordingGenerator`,
+  which looks like a :class:`numpy.random.Generator`.  Every ``rng.laplace(loc, scale,
+  size)`` call is *recorded* (the scale of each scalar draw, broadcast as numpy does) and
+  *scripted*: dpref chooses the standard values ``ξ`` and the call returns
+  ``loc + scale·ξ``.  Draws of any other law (``normal``, ``exponential``, ``integers``,
+  ``random``, ``standard_*``, ``choice`` …) are recorded by name and answered by a
+  generator with a fixed seed (so the target still runs, reproducibly); they make the
+  exact analysis unavailable.  Any other attribute (``rng.bit_generator``, ``rng.foo``)
+  is recorded and raises :class:`AttributeError` inside the target.
+* ``"callback"`` — ``f(stream, noise)``: ``noise(scale, size=None)`` returns Laplace
+  noise of that scale (recorded and scripted exactly like ``rng.laplace(0, scale,
+  size)``).
+
+A target declares its protocol with a function attribute, ``f.dpref_noise = "callback"``
+(absent: ``"rng"``); :func:`dpref.audit.exact_audit` takes ``protocol=`` to override it.
+
+The target is untrusted: :func:`call_in_process` runs one call and turns an exception,
+an output of the wrong length or an output that is not numbers into a
+:class:`~dpref.audit.targets.Finding` carried by :class:`CallFailure`.  A *runner* is any
+callable ``run(stream, script) -> (outputs, requests)`` with that contract, so the calls
+can be routed through an isolated worker process instead (:class:`InProcessRunner` is
+the default).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpref.audit.targets import Finding
+from dpref.errors import ParameterError
+from dpref.validation import fmt
+
+__all__ = [
+    "OTHER_LAWS",
+    "PROTOCOLS",
+    "CallFailure",
+    "InProcessRunner",
+    "NoiseCallback",
+    "RecordingGenerator",
+    "Requests",
+    "Runner",
+    "call_in_process",
+    "protocol_of",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+PROTOCOLS = ("rng", "callback")
+"""The two noise-injection protocols."""
+
+OTHER_LAWS = frozenset(
+    {
+        "beta",
+        "binomial",
+        "bytes",
+        "chisquare",
+        "choice",
+        "dirichlet",
+        "exponential",
+        "f",
+        "gamma",
+        "geometric",
+        "gumbel",
+        "hypergeometric",
+        "integers",
+        "logistic",
+        "lognormal",
+        "logseries",
+        "multinomial",
+        "multivariate_hypergeometric",
+        "multivariate_normal",
+        "negative_binomial",
+        "noncentral_chisquare",
+        "noncentral_f",
+        "normal",
+        "pareto",
+        "permutation",
+        "permuted",
+        "poisson",
+        "power",
+        "random",
+        "rayleigh",
+        "shuffle",
+        "standard_cauchy",
+        "standard_exponential",
+        "standard_gamma",
+        "standard_normal",
+        "standard_t",
+        "triangular",
+        "uniform",
+        "vonmises",
+        "wald",
+        "weibull",
+        "zipf",
+    }
+)
+"""Generator methods other than ``laplace``: recorded, answered by a fixed-seed generator."""
+
+
+@dataclass
+class Requests:
+    """What one call of a target asked its noise object for (plain data, picklable)."""
+
+    scales: list[float] = field(default_factory=list)
+    """The scale of each scalar Laplace draw, in the order drawn."""
+    other: list[tuple[str, int]] = field(default_factory=list)
+    """Non-Laplace draws: ``(law, number of calls)`` in order of first use."""
+    unknown: list[str] = field(default_factory=list)
+    """Attributes the target read that the recording generator does not provide."""
+
+    def signature(self) -> tuple[Any, ...]:
+        """What must not depend on the input or the noise: the draws and their scales."""
+        return (tuple(self.scales), tuple(self.other), tuple(self.unknown))
+
+    def note_other(self, law: str) -> None:
+        """Count one call of a non-Laplace law."""
+        for k, (name, n) in enumerate(self.other):
+            if name == law:
+                self.other[k] = (name, n + 1)
+                return
+        self.other.append((law, 1))
+
+
+class _Script:
+    """The standard values ξ handed out in order (0 beyond the script)."""
+
+    def __init__(self, script: FloatArray, requests: Requests) -> None:
+        self._xi = script
+        self._pos = 0
+        self._req = requests
+
+    def laplace(self, loc: Any, scale: Any, size: Any) -> Any:
+        loc_a = np.asarray(loc, dtype=np.float64)
+        scale_a = np.asarray(scale, dtype=np.float64)
+        if np.any(np.isnan(scale_a)) or np.any(scale_a < 0):
+            raise ValueError("scale < 0")  # numpy's own message for a bad scale
+        if size is None:
+            shape = np.broadcast_shapes(loc_a.shape, scale_a.shape)
+        else:
+            shape = (int(size),) if np.ndim(size) == 0 else tuple(int(s) for s in size)
+            if np.broadcast_shapes(loc_a.shape, scale_a.shape, shape) != shape:
+                raise ValueError(f"shape mismatch: loc, scale cannot be broadcast to size {shape}")
+        n = math.prod(shape)
+        scales = np.broadcast_to(scale_a, shape).reshape(-1)
+        self._req.scales.extend(float(s) for s in scales)
+        xi = np.zeros(n, dtype=np.float64)
+        take = max(0, min(n, self._xi.size - self._pos))
+        xi[:take] = self._xi[self._pos : self._pos + take]
+        self._pos += n
+        out = np.broadcast_to(loc_a, shape) + (scales * xi).reshape(shape)
+        if size is None and shape == ():
+            return float(out)
+        return np.asarray(out, dtype=np.float64)
+
+
+class RecordingGenerator:
+    """A :class:`numpy.random.Generator` look-alike whose Laplace draws dpref scripts.
+
+    ``laplace(loc=0.0, scale=1.0, size=None)`` returns ``loc + scale·ξ`` for the next
+    scripted standard values ξ and records each scalar draw's scale; other laws are
+    recorded and drawn from a fixed-seed generator; unknown attributes are recorded and
+    raise :class:`AttributeError`.
+    """
+
+    def __init__(self, script: Any = (), requests: Requests | None = None) -> None:
+        self.requests = requests if requests is not None else Requests()
+        self._script = _Script(np.asarray(script, dtype=np.float64).reshape(-1), self.requests)
+        self._shadow = np.random.default_rng(0)
+
+    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        """``loc + scale·ξ`` with ξ scripted by dpref (shape as numpy's ``laplace``)."""
+        return self._script.laplace(loc, scale, size)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in OTHER_LAWS:
+            law = getattr(self._shadow, name)
+            requests = self.requests
+
+            def draw(*args: Any, **kwargs: Any) -> Any:
+                requests.note_other(name)
+                return law(*args, **kwargs)
+
+            return draw
+        self.requests.unknown.append(name)
+        raise AttributeError(
+            f"dpref's recording generator has no attribute {name!r} (only laplace is "
+            "scripted; other numpy Generator draws are recorded)"
+        )
+
+    def __repr__(self) -> str:
+        return "RecordingGenerator()"
+
+
+class NoiseCallback:
+    """The ``"callback"`` protocol: ``noise(scale, size=None)`` is scripted Laplace noise."""
+
+    def __init__(self, script: Any = (), requests: Requests | None = None) -> None:
+        self.requests = requests if requests is not None else Requests()
+        self._script = _Script(np.asarray(script, dtype=np.float64).reshape(-1), self.requests)
+
+    def __call__(self, scale: Any, size: Any = None) -> Any:
+        """``scale·ξ`` for the next scripted standard Laplace values ξ."""
+        return self._script.laplace(0.0, scale, size)
+
+
+def protocol_of(fn: Any, protocol: str | None = None) -> str:
+    """The protocol to call ``fn`` with: ``protocol``, else ``fn.dpref_noise``, else ``"rng"``."""
+    chosen = protocol if protocol is not None else getattr(fn, "dpref_noise", "rng")
+    if chosen not in PROTOCOLS:
+        raise ParameterError(f"protocol={fmt(chosen)}: must be 'rng' or 'callback'")
+    return str(chosen)
+
+
+class CallFailure(Exception):
+    """A target call failed (raised, wrong length, not numbers); carries the finding."""
+
+    def __init__(self, finding: Finding, requests: Requests) -> None:
+        super().__init__(str(finding))
+        self.finding = finding
+        self.requests = requests
+
+
+Runner = Callable[[FloatArray, FloatArray], tuple[FloatArray, Requests]]
+"""``run(stream, script) -> (outputs, requests)``; raises :class:`CallFailure`."""
+
+
+def _preview(stream: FloatArray) -> str:
+    vals = [int(v) if float(v).is_integer() else float(v) for v in stream[:12].tolist()]
+    return ",".join(str(v) for v in vals) + (",…" if stream.size > 12 else "")
+
+
+def _describe(exc: BaseException) -> str:
+    import traceback
+    from pathlib import Path
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if frames:
+        last = frames[-1]
+        where = f" ({Path(last.filename).name}:{last.lineno} in {last.name})"
+    msg = str(exc)
+    if len(msg) > 200:
+        msg = msg[:197] + "..."
+    return f"{type(exc).__name__}: {msg}{where}"
+
+
+def call_in_process(
+    fn: Callable[..., Any], protocol: str, stream: FloatArray, script: FloatArray
+) -> tuple[FloatArray, Requests]:
+    """Call ``fn(stream, noise object)`` once, in this process, guarded.
+
+    Returns the outputs (float64, length T; NaN and ±inf are kept, the caller judges
+    them) and the requests.  Raises :class:`CallFailure` when the call raises (any
+    ``Exception`` or ``SystemExit``), returns a value that is not a sequence of numbers,
+    or returns the wrong number of values.
+    """
+    T = int(stream.size)
+    requests = Requests()
+    noise: Any = (
+        NoiseCallback(script, requests)
+        if protocol == "callback"
+        else RecordingGenerator(script, requests)
+    )
+    view = stream.copy()
+    view.flags.writeable = False
+    try:
+        # third-party prints must not corrupt `--json` on stdout
+        with contextlib.redirect_stdout(sys.stderr):
+            r = fn(view, noise)
+    except (Exception, SystemExit) as exc:
+        kind = (
+            "mutates-input"
+            if isinstance(exc, ValueError) and "read-only" in str(exc)
+            else "exception"
+        )
+        raise CallFailure(Finding(kind, _describe(exc), T, _preview(stream)), requests) from None
+    try:
+        out = np.asarray(r, dtype=np.float64)
+    except (Exception, SystemExit) as exc:
+        text = repr(r) if len(repr(r)) <= 80 else repr(r)[:77] + "..."
+        detail = f"output {text} is not a sequence of numbers ({type(exc).__name__}: {exc})"
+        raise CallFailure(Finding("bad-output", detail, T, _preview(stream)), requests) from None
+    if out.ndim != 1:
+        detail = f"output has shape {out.shape}, expected ({T},)"
+        kind = "bad-output" if out.ndim == 0 else "wrong-length"
+        raise CallFailure(Finding(kind, detail, T, _preview(stream)), requests)
+    if out.size != T:
+        detail = f"returned {out.size} values for a stream of length {T}"
+        raise CallFailure(Finding("wrong-length", detail, T, _preview(stream)), requests)
+    return out, requests
+
+
+@dataclass(frozen=True)
+class InProcessRunner:
+    """The default runner: :func:`call_in_process` on ``fn`` with ``protocol``."""
+
+    fn: Callable[..., Any]
+    protocol: str = "rng"
+
+    def __call__(self, stream: FloatArray, script: FloatArray) -> tuple[FloatArray, Requests]:
+        """One guarded call (see :func:`call_in_process`)."""
+        return call_in_process(self.fn, self.protocol, stream, script)
