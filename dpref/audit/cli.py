@@ -122,6 +122,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--no-exact", action="store_true", help="skip the exact loss (built-ins, T <= 8)"
     )
+    # --exact: exact audit of a noise-injectable target (dpref/audit/structural.py)
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="script the target's Laplace draws and compute its loss exactly (docs/auditing.md §6)",
+    )
     p.set_defaults(func=run_audit)
 
     p = subparsers.add_parser(
@@ -145,6 +151,10 @@ def add_parser(subparsers: Any) -> None:
 
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
+    if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
+        from dpref.audit.structural import run_exact_cli
+
+        return run_exact_cli(args)
     from dpref.audit.loss import audit
 
     T = _need_horizon(args)
