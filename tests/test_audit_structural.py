@@ -255,6 +255,8 @@ def test_rank_deficient_structure_gives_a_certified_upper_bound() -> None:
     assert report.scope == "upper bound" and report.rank == 6 and report.draws == 12
     assert report.epsilon == report.epsilon_lower == 1  # LP optimum certified by the dual
     assert report.verdict == "holds-exactly"
+    # an upper bound above the claim does not refute it
+    assert exact_audit(_two_draws_per_step, 6, epsilon="1/2").verdict == "undetermined"
 
 
 def test_item_losses_dual_bound_is_below_the_primal() -> None:

@@ -649,7 +649,7 @@ class StructuralReport:
     @property
     def verdict(self) -> str:
         """``violation``, ``holds-exactly``, ``over-noised``, ``unavailable``, ``no-claim``
-        or ``undetermined`` (the certified interval straddles the claim)."""
+        or ``undetermined`` (only an upper bound, and it exceeds the claim)."""
         if not self.available:
             return "unavailable"
         if self.claimed is None:
@@ -661,11 +661,8 @@ class StructuralReport:
             return "holds-exactly"
         if self.epsilon <= self.claimed:
             return "over-noised"
-        lower = self.epsilon_lower if self.epsilon_lower is not None else Fraction(0)
-        if lower > self.claimed or self.scope == "upper bound":
-            # an upper bound above the claim does not refute it; an exact loss does
-            return "violation" if self.scope == "exact" or lower > self.claimed else "undetermined"
-        return "undetermined"
+        # an exact loss above the claim refutes it; an upper bound above it does not
+        return "violation" if self.scope == "exact" else "undetermined"
 
     @property
     def ok(self) -> bool:
@@ -775,7 +772,7 @@ _VERDICT_TEXT = {
     "holds-exactly": "holds exactly: the loss equals the claimed ε",
     "over-noised": "holds, over-noised: the loss is below the claimed ε",
     "no-claim": "no ε claimed",
-    "undetermined": "undetermined: the certified bounds straddle the claimed ε",
+    "undetermined": "undetermined: the upper bound exceeds the claimed ε (not a refutation)",
     "unavailable": "UNAVAILABLE: the exact loss could not be computed (see findings)",
 }
 
