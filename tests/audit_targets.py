@@ -286,3 +286,8 @@ def honaker_tree(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
     levels = max(0, (x.size - 1).bit_length()) + 1
     v = x @ N + rng.laplace(0.0, levels / EPSILON, N.shape[1])
     return W @ v
+
+
+def always_raises(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """Raises on every call: nothing can be sampled (the audit is inconclusive)."""
+    raise RuntimeError("not implemented yet")

@@ -586,17 +586,15 @@ def _crashes(tgt: Target, T: int, domain: Domain, gen: np.random.Generator) -> C
             found = Finding("non-finite", f"output at t={bad[0] + 1} is {y[bad[0]]!r}", h)
             tgt.record(found)
             crash_fail.append(found)
-    return Check(
-        "crashes",
-        not crash_fail,
-        None,
-        None,
-        None,
-        0.0,
-        (f"ran at T = {', '.join(map(str, hs))} without error")
-        if not crash_fail
-        else _crash_detail(crash_fail),
-    )
+    defects = [f for f in crash_fail if f.kind not in _NOT_DEFECTS]
+    if not crash_fail:
+        passed: bool | None = True
+        detail = f"ran at T = {', '.join(map(str, hs))} without error"
+    elif defects:  # a time-out is no defect, but an exception elsewhere is
+        passed, detail = False, _crash_detail(crash_fail)
+    else:
+        passed, detail = None, "not run to the end: " + _crash_detail(crash_fail)
+    return Check("crashes", passed, None, None, None, 0.0, detail)
 
 
 def _main_sample(
