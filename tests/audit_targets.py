@@ -248,3 +248,46 @@ def mutates_input(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
 def all_nan(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
     """Every output NaN: a finding, never a crash (there is no finite cut to build events on)."""
     return np.full(x.shape, np.nan)
+
+
+# ------------------------------------------- correct, but not structured like Binary
+@functools.lru_cache(maxsize=64)
+def _honaker_weights(T: int) -> Any:
+    """(W, N): outputs = W @ (N.T @ x + noise) for the online Honaker tree at horizon T.
+
+    N (T × nodes) marks the items of every dyadic interval [a, b] ⊆ [1, 2^k] with
+    b ≤ T (all levels of the full tree, 2^k ≥ T); row t−1 of W is the least-squares
+    (equal-variance BLUE) estimate of the prefix count c_t from the nodes that end by t.
+    """
+    k = max(0, (T - 1).bit_length())
+    spans = [
+        (a, a + (1 << lv) - 1)
+        for lv in range(k + 1)
+        for a in range(1, T + 1, 1 << lv)
+        if a + (1 << lv) - 1 <= T
+    ]
+    N = np.zeros((T, len(spans)))
+    for j, (a, b) in enumerate(spans):
+        N[a - 1 : b, j] = 1.0
+    ends = np.array([b for _, b in spans])
+    W = np.zeros((T, len(spans)))
+    for t in range(1, T + 1):
+        cols = np.flatnonzero(ends <= t)
+        A = N[:t, cols].T  # nodes × items 1..t
+        W[t - 1, cols] = np.ones(t) @ np.linalg.pinv(A)
+    return W, N
+
+
+def honaker_tree(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """CORRECT ε-DP: full dyadic tree, Lap((k+1)/ε) per node (an item lies in k+1 nodes,
+    2^k ≥ T), each count the least-squares estimate from the nodes released so far
+    (Honaker 2015, online).  Post-processing only: less variance than Binary, same ε."""
+    W, N = _honaker_weights(x.size)
+    levels = max(0, (x.size - 1).bit_length()) + 1
+    v = x @ N + rng.laplace(0.0, levels / EPSILON, N.shape[1])
+    return W @ v
+
+
+def always_raises(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """Raises on every call: nothing can be sampled (the audit is inconclusive)."""
+    raise RuntimeError("not implemented yet")

@@ -140,7 +140,7 @@ def test_builtin_exact_loss_equals_the_plan(cls: type[Mechanism], example: Any) 
         if P_used.denominator <= 1000:
             assert report.epsilon_stated == P_used
         if P_used == P:
-            assert report.verdict in ("holds-exactly", "over-noised")
+            assert report.outcome in ("holds-exactly", "over-noised")
 
 
 @pytest.mark.parametrize("name", ["binary", "simple1", "simple2", "two-level", "hybrid"])
@@ -150,7 +150,7 @@ def test_builtin_counting_exact_at_64_is_the_privacy_sum_exactly(name: str) -> N
     report = exact_audit(mech, 64, epsilon=Fraction(1, 3))
     assert report.scope == "exact"
     assert report.epsilon == mech.plan(64).privacy_sum() == Fraction(1, 3)
-    assert report.verdict == "holds-exactly" and report.ok
+    assert report.outcome == "holds-exactly" and report.ok
 
 
 def test_two_level_unit_blocks_outputs_leak_half_the_plan_sum() -> None:
@@ -160,7 +160,7 @@ def test_two_level_unit_blocks_outputs_leak_half_the_plan_sum() -> None:
     mech = cls(epsilon=1, horizon=16, block_size=1)
     report = exact_audit(mech, 16, epsilon=1)
     assert report.epsilon == Fraction(1, 2) and mech.plan(16).privacy_sum() == 1
-    assert report.verdict == "over-noised"
+    assert report.outcome == "over-noised"
 
 
 def test_mechanism_target_draws_the_plan_scales_in_canonical_order() -> None:
@@ -176,7 +176,7 @@ def test_mechanism_target_draws_the_plan_scales_in_canonical_order() -> None:
 def test_binary_with_one_level_under_noised() -> None:
     report = exact_audit(it.binary_level0_under, 64, epsilon=1)
     assert report.scope == "exact" and report.epsilon == Fraction(8, 7)  # (L+1)/L, L = 7
-    assert report.item == 1 and report.verdict == "violation" and not report.ok
+    assert report.item == 1 and report.outcome == "violation" and not report.ok
 
 
 @pytest.mark.parametrize("T", [1, 7, 64])
@@ -193,30 +193,30 @@ def test_fresh_noise_per_output_on_integers_scales_with_delta() -> None:
 def test_binary_epsilon_over_log_t() -> None:
     r5 = exact_audit(it.binary_log_t, 5, epsilon=1)
     assert r5.epsilon == 3 / Fraction(float(np.log2(5)))  # the float computation, exactly
-    assert abs(float(r5.epsilon) - 3 / np.log2(5)) < 1e-15 and r5.verdict == "violation"
+    assert abs(float(r5.epsilon) - 3 / np.log2(5)) < 1e-15 and r5.outcome == "violation"
     assert exact_audit(it.binary_log_t, 8).epsilon == Fraction(4, 3)
     r1 = exact_audit(it.binary_log_t, 1, epsilon=1)  # log₂1 = 0: no noise at all
-    assert r1.infinite and r1.verdict == "violation"
+    assert r1.infinite and r1.outcome == "violation"
 
 
 def test_unnoised_output_is_an_infinite_loss() -> None:
     report = exact_audit(it.binary_exact_last, 8, epsilon=1)
-    assert report.infinite and report.epsilon is None and report.verdict == "violation"
+    assert report.infinite and report.epsilon is None and report.outcome == "violation"
     assert "∞" in report.summary() and report.as_dict()["infinite"] is True
 
 
 def test_correct_targets_and_the_callback_protocol() -> None:
     for fn in (it.binary_ok, it.binary_callback):
         report = exact_audit(fn, 64, epsilon=1)
-        assert report.epsilon == 1 and report.verdict == "holds-exactly"
+        assert report.epsilon == 1 and report.outcome == "holds-exactly"
     assert exact_audit(it.binary_callback, 8).protocol == "callback"
-    assert exact_audit(it.binary_ok, 8, epsilon=2).verdict == "over-noised"
+    assert exact_audit(it.binary_ok, 8, epsilon=2).outcome == "over-noised"
 
 
 def test_float_scales_are_stated_as_the_small_rational() -> None:
     report = exact_audit(it.simple2_seven_tenths, 16, epsilon="7/10")
     assert report.epsilon == 1 / Fraction(1 / 0.7)  # exact value of the float computation
-    assert report.epsilon_stated == Fraction(7, 10) and report.verdict == "holds-exactly"
+    assert report.epsilon_stated == Fraction(7, 10) and report.outcome == "holds-exactly"
     assert stated_epsilon(Fraction(3, 7) + Fraction(1, 10**15), None) == Fraction(3, 7)
     irrational = 3 / Fraction(float(np.log2(5)))
     assert stated_epsilon(irrational, None) == irrational
@@ -237,7 +237,7 @@ def test_float_scales_are_stated_as_the_small_rational() -> None:
 )
 def test_unanalysable_targets_are_reported_not_crashed(fn: Any, kind: str, text: str) -> None:
     report = exact_audit(fn, 8, epsilon=1)
-    assert not report.available and report.verdict == "unavailable" and not report.ok
+    assert not report.available and report.outcome == "unavailable" and not report.ok
     found = [f for f in report.findings if f.kind == kind]
     assert found and text in found[0].detail + str(found[0]), report.summary()
     json.dumps(report.as_dict())
@@ -254,9 +254,9 @@ def test_rank_deficient_structure_gives_a_certified_upper_bound() -> None:
     report = exact_audit(_two_draws_per_step, 6, epsilon=1)
     assert report.scope == "upper bound" and report.rank == 6 and report.draws == 12
     assert report.epsilon == report.epsilon_lower == 1  # LP optimum certified by the dual
-    assert report.verdict == "holds-exactly"
+    assert report.outcome == "holds-exactly"
     # an upper bound above the claim does not refute it
-    assert exact_audit(_two_draws_per_step, 6, epsilon="1/2").verdict == "undetermined"
+    assert exact_audit(_two_draws_per_step, 6, epsilon="1/2").outcome == "undetermined"
 
 
 def test_item_losses_dual_bound_is_below_the_primal() -> None:
@@ -310,4 +310,9 @@ def test_cli_exact(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1 and "ε = 4/3" in out and "VIOLATION" in out
     code = main(["audit", "binary", "--exact", "--horizon", "16", "--epsilon", "1", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data["epsilon"] == "1" and data["verdict"] == "holds-exactly"
+    assert (
+        code == 0
+        and data["epsilon"] == "1"
+        and data["outcome"] == "holds-exactly"
+        and data["verdict"] == "no-violation-found"
+    )

@@ -4,8 +4,18 @@
 mechanism flags) or a black-box callable ``package.module:function`` /
 ``path/to/file.py:function`` with signature ``f(stream, rng) -> len(stream) floats``.
 
-Exit codes: 0 — nothing found; 1 — a violation was proven (audit), the target does
-not conform (conform) or the target crashed; 2 — bad input.
+Exit codes follow the report's verdict: 0 — ``no-violation-found`` (conform: the
+target conforms); 1 — ``violation`` (audit: a violation was proven; conform: the
+target does not conform); 3 — ``inconclusive`` (the target kept part of the run from
+happening and nothing that ran was proven wrong); 2 — bad input.
+
+Options never collide silently: every option given must be used by the run.  A
+mechanism flag (``--window``, ``--delta``, ``--alpha``, …) configures the built-in
+target and/or ``--reference``; given when neither exists (a black-box target without
+``--reference``) it is an error, as are ``--noise`` there, ``--no-exact`` for a black
+box, ``--epsilon`` / ``--runs`` / ``--false-alarm`` in a reference-free ``conform`` of a
+black box (``--runs`` / ``--false-alarm`` in any reference-free ``conform``).  Options
+of the other subcommand are not recognised, and abbreviations are not accepted.
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism
-from dpref.registry import mechanism_names
+from dpref.registry import MECHANISM_PARAMS, mechanism_names, parameter_flags
 from dpref.validation import fmt
 
 if TYPE_CHECKING:
@@ -26,7 +36,15 @@ if TYPE_CHECKING:
 # The audit machinery (scipy.stats) is imported by the commands when they run, not
 # when `dpref --help` builds the parser.
 
-__all__ = ["add_parser", "run", "run_audit", "run_conform"]
+__all__ = ["EXIT_INCONCLUSIVE", "add_parser", "run", "run_audit", "run_conform"]
+
+EXIT_INCONCLUSIVE = 3
+"""Exit code of an inconclusive audit or conformance run (0 pass, 1 violation, 2 bad input)."""
+
+_FLAG_DEFAULTS = {"noise": "laplace", "domain": "bits", "neighbours": "replace"}
+"""Shared flags whose default is filled in after checking whether they were given."""
+_AUDIT_DEFAULTS = {"samples": 200_000, "confidence": 0.99, "events": "auto"}
+"""``dpref audit``'s sampling flags, filled in likewise (``--exact`` uses none of them)."""
 
 
 def _mechanism_named(args: argparse.Namespace, name: str) -> Mechanism:
@@ -48,6 +66,124 @@ def _target(args: argparse.Namespace) -> Target:
             "nor module:function / file.py:function"
         )
     return as_target(spec, timeout=args.timeout)
+
+
+def _flag(param: str) -> str:
+    return f"--{param.replace('_', '-')}"
+
+
+def _unused_mechanism_flags(args: argparse.Namespace, why: str) -> None:
+    """Raise for any mechanism flag (or ``--noise``) given when no mechanism is built."""
+    for param in parameter_flags():
+        value = getattr(args, param, None)
+        if value is not None:
+            takers = ", ".join(n for n, ps in MECHANISM_PARAMS.items() if param in ps)
+            hint = _HINTS.get(param, "")
+            raise ParameterError(
+                f"{_flag(param)}={value}: a parameter of the mechanism(s) {takers}, but "
+                f"{why}, so it would be ignored{hint}"
+            )
+    if args.noise is not None:
+        raise ParameterError(f"--noise={args.noise}: {why}, so it would be ignored")
+
+
+_HINTS = {
+    "delta": " (dpref audits pure ε-DP: there is no δ option)",
+    "alpha": " (the false-alarm rate of conform is --false-alarm)",
+}
+
+_FOREIGN = {
+    "audit": {"--runs": "conform", "--false-alarm": "conform"},
+    "conform": {
+        "--samples": "audit",
+        "--confidence": "audit (conform: --false-alarm)",
+        "--pair": "audit",
+        "--events": "audit",
+        "--no-exact": "audit",
+    },
+}
+"""Options of the other subcommand: recognised only to say where they belong."""
+
+
+def _add_foreign(p: argparse.ArgumentParser, command: str) -> None:
+    for opt in _FOREIGN[command]:
+        p.add_argument(
+            opt,
+            dest=f"foreign_{opt[2:].replace('-', '_')}",
+            nargs="?",
+            const=True,
+            default=None,
+            help=argparse.SUPPRESS,
+        )
+
+
+def _check_foreign(args: argparse.Namespace, command: str) -> None:
+    for opt, home in _FOREIGN[command].items():
+        if getattr(args, f"foreign_{opt[2:].replace('-', '_')}", None) is not None:
+            raise ParameterError(f"{opt}: an option of dpref {home}, not of dpref {command}")
+
+
+def _fill_defaults(args: argparse.Namespace) -> None:
+    for name, value in _FLAG_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
+def _check_audit_options(args: argparse.Namespace) -> None:
+    """Every option given to ``dpref audit`` must be used by this run."""
+    _check_foreign(args, "audit")
+    blackbox = args.target not in mechanism_names()
+    if blackbox and args.reference is None:
+        _unused_mechanism_flags(args, "the target is a black box and no --reference is given")
+    if blackbox and args.no_exact:
+        raise ParameterError(
+            "--no-exact: the exact loss is only computed for built-in targets, not a black box"
+        )
+    _fill_defaults(args)
+    for name, value in _AUDIT_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
+def _check_exact_options(args: argparse.Namespace) -> None:
+    """Every option given to ``dpref audit --exact`` must be used by it: it samples
+    nothing and builds no reference."""
+    _check_foreign(args, "audit")
+    for name in ("samples", "confidence", "pair", "events", "reference"):
+        if getattr(args, name, None) is not None:
+            raise ParameterError(
+                f"{_flag(name)}={getattr(args, name)}: not used by --exact (the exact audit "
+                "scripts the target's noise; it samples nothing and needs no reference)"
+            )
+    if args.no_exact:
+        raise ParameterError("--no-exact: contradicts --exact")
+    if args.target not in mechanism_names():
+        _unused_mechanism_flags(args, "the target is a black box (--exact scripts its own draws)")
+    _fill_defaults(args)
+
+
+def _check_conform_options(args: argparse.Namespace) -> None:
+    """Every option given to ``dpref conform`` must be used by this run."""
+    _check_foreign(args, "conform")
+    blackbox = args.target not in mechanism_names()
+    if args.reference is None:
+        for name, value in (("runs", args.runs), ("false_alarm", args.false_alarm)):
+            if value is not None:
+                raise ParameterError(
+                    f"{_flag(name)}={value}: applies only with --reference (the "
+                    "reference-free checks are deterministic)"
+                )
+        if blackbox:
+            why = "the target is a black box and no --reference is given (reference-free checks)"
+            _unused_mechanism_flags(args, why)
+            if args.epsilon is not None:
+                raise ParameterError(
+                    f"--epsilon={args.epsilon}: {why}: no ε is tested; give --reference to test one"
+                )
+    if args.epsilon is None and (args.reference is not None or not blackbox):
+        what = "the reference's" if args.reference is not None else "the built-in target's"
+        raise ParameterError(f"epsilon=None: give --epsilon ({what} ε)")
+    _fill_defaults(args)
 
 
 def _need_horizon(args: argparse.Namespace) -> int:
@@ -85,20 +221,22 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="longest a single call of the target may run, seconds (default 60)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
 
 
 def add_parser(subparsers: Any) -> None:
     """Register ``audit`` and ``conform``."""
     p = subparsers.add_parser(
         "audit",
+        allow_abbrev=False,
         help="lower-bound a target's privacy loss on neighbouring streams",
         description="Clopper–Pearson lower bound on the privacy loss of TARGET on event-level "
         "neighbouring streams of length T; --epsilon is the ε the target claims.",
     )
     _common(p)
-    p.add_argument("--samples", type=int, default=200_000, help="samples per side (default 200000)")
+    p.add_argument("--samples", type=int, default=None, help="samples per side (default 200000)")
     p.add_argument(
-        "--confidence", type=float, default=0.99, help="confidence of the bound (default 0.99)"
+        "--confidence", type=float, default=None, help="confidence of the bound (default 0.99)"
     )
     p.add_argument(
         "--pair",
@@ -115,7 +253,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--events",
         choices=["auto", "blackbox", "plan"],
-        default="auto",
+        default=None,
         help="candidate events: both families (auto), half-line conjunctions only, or the "
         "plan's likelihood-ratio event only",
     )
@@ -128,24 +266,39 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="script the target's Laplace draws and compute its loss exactly (docs/auditing.md §6)",
     )
+    _add_foreign(p, "audit")
     p.set_defaults(func=run_audit)
 
     p = subparsers.add_parser(
         "conform",
+        allow_abbrev=False,
         help="check that a target behaves like the reference mechanism it claims to be",
         description="Crashes, causality by replay, unbiasedness, noise law and scale, per-step "
-        "variance of TARGET against --reference (built with the mechanism flags).",
+        "variance of TARGET against --reference (built with the mechanism flags); without "
+        "--reference only the reference-free checks (crashes, output length, determinism, "
+        "causality).",
     )
     _common(p)
-    p.add_argument("--reference", required=True, help="the mechanism the target claims to be")
-    p.add_argument("--runs", type=int, default=2000, help="runs of the target (default 2000)")
+    for action in p._actions:  # a reference-free conform of a black box claims no ε
+        if action.dest == "epsilon":
+            action.required = False
+            action.default = None
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="the mechanism the target claims to be (default: reference-free checks only)",
+    )
+    p.add_argument(
+        "--runs", type=int, default=None, help="runs of the target (default 2000; with --reference)"
+    )
     p.add_argument(
         "--false-alarm",
         type=float,
-        default=0.01,
+        default=None,
         help="false-alarm rate of the whole test: the chance a conforming target is flagged "
-        "(default 0.01)",
+        "(default 0.01; with --reference)",
     )
+    _add_foreign(p, "conform")
     p.set_defaults(func=run_conform)
 
 
@@ -154,10 +307,12 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         from dpref.audit.structural import run_exact_cli
 
+        _check_exact_options(args)
         return run_exact_cli(args)
     from dpref.audit.loss import audit
 
     T = _need_horizon(args)
+    _check_audit_options(args)
     target = _target(args)
     reference = _mechanism_named(args, args.reference) if args.reference else None
     domain = None
@@ -179,7 +334,7 @@ def run_audit(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         progress=not args.json,
     )
-    return _emit(args, report, report.ok)
+    return _emit(args, report, report.exit_code)
 
 
 def run_conform(args: argparse.Namespace) -> int:
@@ -187,8 +342,12 @@ def run_conform(args: argparse.Namespace) -> int:
     from dpref.audit.conform import conform
 
     T = _need_horizon(args)
+    _check_conform_options(args)
     target = _target(args)
-    reference = _mechanism_named(args, args.reference)
+    reference = _mechanism_named(args, args.reference) if args.reference else None
+    domain = None
+    if reference is None and target.mechanism is None:
+        domain = parse_domain(args.domain, args.neighbours)
     report = conform(
         target,
         reference,
@@ -196,16 +355,18 @@ def run_conform(args: argparse.Namespace) -> int:
         runs=args.runs,
         alpha=args.false_alarm,
         seed=args.seed,
+        domain=domain,
         timeout=args.timeout,
         progress=not args.json,
     )
-    return _emit(args, report, report.conforms)
+    return _emit(args, report, report.exit_code)
 
 
-def _emit(args: argparse.Namespace, report: Any, passed: bool) -> int:
-    """Print the report (one JSON object with ``--json``, else its summary); exit 0 or 1."""
+def _emit(args: argparse.Namespace, report: Any, code: int) -> int:
+    """Print the report (one JSON object with ``--json``, else its summary); return the
+    exit code of its verdict."""
     print(json.dumps(report.as_dict()) if args.json else report.summary())
-    return 0 if passed else 1
+    return code
 
 
 def run(args: argparse.Namespace) -> int:

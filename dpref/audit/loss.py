@@ -66,7 +66,18 @@ from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
 from dpref.validation import check_epsilon, check_positive_int, fmt
 
-__all__ = ["AuditReport", "EventResult", "NeighbourPair", "audit", "standard_pairs"]
+__all__ = [
+    "EXIT_CODES",
+    "INCONCLUSIVE",
+    "NO_VIOLATION",
+    "VERDICTS",
+    "VIOLATION",
+    "AuditReport",
+    "EventResult",
+    "NeighbourPair",
+    "audit",
+    "standard_pairs",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -76,6 +87,19 @@ _FEATURE_BUDGET = 24_000_000
 _MAX_SELECTION = 50_000
 """Cap on selection samples per stream: enough to rank events; the rest go to the test."""
 _TEST_CHUNK = 1 << 16
+_PLAN_MAX_HORIZON = 1024
+"""Largest T for the plan-aware event (its recovery matrix is dense, T × T)."""
+
+VIOLATION = "violation"
+"""Verdict: a violation was proven (audit: ε_lb > claimed ε; conform: a check failed)."""
+NO_VIOLATION = "no-violation-found"
+"""Verdict: everything that was meant to run ran, and nothing was proven wrong."""
+INCONCLUSIVE = "inconclusive"
+"""Verdict: the target prevented part of the run (crash, time-out, bad output) and
+nothing was proven wrong with what could run: neither a pass nor a failure."""
+VERDICTS = (VIOLATION, NO_VIOLATION, INCONCLUSIVE)
+EXIT_CODES = {NO_VIOLATION: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+"""Exit code of ``dpref audit`` / ``dpref conform`` per verdict (2 is bad input)."""
 
 
 @dataclass(frozen=True)
@@ -278,16 +302,73 @@ class AuditReport:
     """The exact loss (built-in mechanisms, T ≤ 8)."""
     seed: Any = None
     """The seed used."""
+    streams_failed: int = 0
+    """Distinct streams of the screened pairs the target could not be sampled on."""
+    streams_total: int = 0
+    """Distinct streams of the screened pairs."""
+
+    @property
+    def verdict(self) -> str:
+        """``violation`` (proven, whatever else happened), else ``inconclusive`` when the
+        target kept a pair from being sampled or no event could be tested, else
+        ``no-violation-found``."""
+        if self.violation:
+            return VIOLATION
+        if self.epsilon_lower_bound is None or self.streams_failed:
+            return INCONCLUSIVE
+        return NO_VIOLATION
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict is what it is: what was established and what was not."""
+        lb, claimed = self.epsilon_lower_bound, self.claimed_epsilon
+        failed = (
+            f"the target failed on {self.streams_failed} of {self.streams_total} streams "
+            f"({self._blocking()})"
+            if self.streams_failed
+            else ""
+        )
+        if self.violation:
+            assert lb is not None
+            text = (
+                f"ε ≥ {lb:.4f} > claimed ε = {claimed} with confidence {self.confidence:g}: "
+                "the target is not ε-DP"
+            )
+            return text + (f"; also, {failed}" if failed else "")
+        if lb is None:
+            if failed:
+                return f"{failed}: no neighbouring pair could be sampled and tested; nothing proven"
+            return "no event could be built on the outputs (see findings); nothing proven"
+        within = (
+            f"ε ≥ {lb:.4f} does not exceed the claimed ε = {claimed} "
+            f"(confidence {self.confidence:g})"
+        )
+        if failed:
+            return f"{failed}: the pairs on those streams were not audited; on the others {within}"
+        notes = "; ".join(sorted({f.kind for f in self.findings}))
+        return f"{within}; an audit can refute a claim, never prove it" + (
+            f" (findings that did not stop sampling: {notes})" if notes else ""
+        )
+
+    def _blocking(self) -> str:
+        return "; ".join(str(f) for f in self.findings[:1]) or "no output"
+
+    @property
+    def exit_code(self) -> int:
+        """0 no violation found, 1 violation, 3 inconclusive."""
+        return EXIT_CODES[self.verdict]
 
     @property
     def ok(self) -> bool:
-        """No violation and no findings."""
-        return not self.violation and not self.findings
+        """No violation found (not inconclusive) and no findings."""
+        return self.verdict == NO_VIOLATION and not self.findings
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON report."""
         lb = self.epsilon_lower_bound
         return {
+            "verdict": self.verdict,
+            "reason": self.reason,
             "target": self.target,
             "claimed_epsilon": str(self.claimed_epsilon),
             "claimed_epsilon_float": float(self.claimed_epsilon),
@@ -306,11 +387,23 @@ class AuditReport:
             "findings": [f.as_dict() for f in self.findings],
             "exact": None if self.exact is None else self.exact.as_dict(),
             "seed": self.seed,
+            "streams_failed": self.streams_failed,
+            "streams_total": self.streams_total,
         }
 
     def summary(self) -> str:
-        """A human-readable report."""
-        lines = [f"target      {self.target}", f"horizon     T={self.horizon}"]
+        """A human-readable report; the first line is the verdict."""
+        label = {
+            VIOLATION: "VIOLATION: the target is not ε-DP (proven at this confidence)",
+            NO_VIOLATION: "no violation found",
+            INCONCLUSIVE: "INCONCLUSIVE: the target could not be audited in full",
+        }[self.verdict]
+        lines = [
+            f"verdict     {label}",
+            f"reason      {self.reason}",
+            f"target      {self.target}",
+            f"horizon     T={self.horizon}",
+        ]
         lines.append(f"claimed     ε = {self.claimed_epsilon} ({float(self.claimed_epsilon):.6g})")
         if self.epsilon_lower_bound is None:
             lines.append("lower bound none (no neighbouring pair could be sampled)")
@@ -325,12 +418,6 @@ class AuditReport:
             e = self.exact
             val = "∞" if e.epsilon is None else f"{e.epsilon} = {float(e.epsilon):.6g}"
             lines.append(f"exact loss  {val} ({e.scope}, {e.pairs_checked} pairs enumerated)")
-        verdict = (
-            "VIOLATION: the target is not ε-DP (proven at this confidence)"
-            if self.violation
-            else "no violation found"
-        )
-        lines.append(f"verdict     {verdict}")
         if self.neighbours is not None:
             n = self.neighbours
             lines.append(f"neighbours  {n.description}")
@@ -438,14 +525,19 @@ def audit(
         total=len(streams) * split.n_sel + 2 * split.n_test, enabled=progress, unit="samples"
     )
     selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar)
+    failed = len(streams) - len(selection)
     candidates = _select_events(pair_list, selection, families, split, gen)
     del selection
     chosen, family = _choose_pair(candidates, pair_list, families)
     results: list[EventResult] = []
     if chosen is not None:
         results = _test(opts.tgt, chosen, family, split.n_test, split.a_each, gen, bar)
+        if not results and family:  # the target failed on the test split
+            failed = max(failed, 1)
     bar.close()
-    return _audit_report(opts, split, pair_list, chosen, results, exact, seed, start)
+    report = _audit_report(opts, split, pair_list, chosen, results, exact, seed, start)
+    report.streams_failed, report.streams_total = failed, len(streams)
+    return report
 
 
 @dataclass(frozen=True)
@@ -503,6 +595,11 @@ def _audit_options(
     plan_source = reference if reference is not None else tgt.mechanism
     if events == "plan" and plan_source is None:
         raise ParameterError("events='plan' needs a built-in target or a reference mechanism")
+    if events == "plan" and T > _PLAN_MAX_HORIZON:
+        raise ParameterError(
+            f"events='plan': the plan-aware event is built for T <= {_PLAN_MAX_HORIZON}, "
+            f"not horizon={T}; use events='blackbox' or 'auto'"
+        )
     if domain is None:
         domain = plan_source.domain if plan_source is not None else bits()
     if not isinstance(domain, Domain):
@@ -545,7 +642,7 @@ def _event_families(opts: _Options) -> _Families:
     )
     inverse = None
     if plan is not None:
-        if opts.T <= 1024:
+        if opts.T <= _PLAN_MAX_HORIZON:
             inverse, _ = recovery_matrix(plan, used_nodes(plan))
         else:
             plan = None

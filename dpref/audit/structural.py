@@ -647,9 +647,11 @@ class StructuralReport:
         return self.scope != "unavailable"
 
     @property
-    def verdict(self) -> str:
-        """``violation``, ``holds-exactly``, ``over-noised``, ``unavailable``, ``no-claim``
-        or ``undetermined`` (only an upper bound, and it exceeds the claim)."""
+    def outcome(self) -> str:
+        """What the exact analysis established: ``violation``, ``holds-exactly``,
+        ``holds-within-rounding`` (the loss exceeds the claim only by float rounding of the
+        target's own scales, at most 1e-12 relative), ``over-noised``, ``no-claim``,
+        ``unavailable`` or ``undetermined`` (only an upper bound, and it exceeds the claim)."""
         if not self.available:
             return "unavailable"
         if self.claimed is None:
@@ -657,17 +659,40 @@ class StructuralReport:
         if self.infinite:
             return "violation"
         assert self.epsilon is not None and self.epsilon_stated is not None
-        if self.epsilon_stated == self.claimed:
+        if self.epsilon == self.claimed:
             return "holds-exactly"
+        if self.epsilon_stated == self.claimed:
+            return "holds-within-rounding" if self.epsilon > self.claimed else "holds-exactly"
         if self.epsilon <= self.claimed:
             return "over-noised"
         # an exact loss above the claim refutes it; an upper bound above it does not
         return "violation" if self.scope == "exact" else "undetermined"
 
     @property
+    def verdict(self) -> str:
+        """The audit verdict every dpref report carries: ``violation``,
+        ``no-violation-found`` or ``inconclusive`` (:attr:`outcome` says more)."""
+        outcome = self.outcome
+        if outcome == "violation":
+            return "violation"
+        if outcome in ("unavailable", "undetermined"):
+            return "inconclusive"
+        return "no-violation-found"
+
+    @property
+    def reason(self) -> str:
+        """The verdict in words."""
+        return _VERDICT_TEXT[self.outcome]
+
+    @property
+    def exit_code(self) -> int:
+        """0 no violation found, 1 violation, 3 inconclusive (as ``dpref audit``)."""
+        return {"violation": 1, "inconclusive": 3}.get(self.verdict, 0)
+
+    @property
     def ok(self) -> bool:
         """No violation and nothing that blocked the analysis."""
-        return self.verdict in ("holds-exactly", "over-noised", "no-claim")
+        return self.verdict == "no-violation-found"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (exact values as strings ``"p/q"``, ``null`` for ∞)."""
@@ -691,6 +716,8 @@ class StructuralReport:
             "item": self.item,
             "item_epsilons": [s(q) for q in self.item_epsilons],
             "verdict": self.verdict,
+            "outcome": self.outcome,
+            "reason": self.reason,
             "structure": {
                 "draws": self.draws,
                 "distinct_scales": self.distinct_scales,
@@ -763,13 +790,15 @@ class StructuralReport:
             )
         lines += [f"note        {n}" for n in self.notes]
         lines += [f"finding     {f}" for f in self.findings]
-        lines.append(f"verdict     {_VERDICT_TEXT[self.verdict]} ({self.seconds:.2f} s)")
+        lines.append(f"verdict     {self.verdict}: {self.reason} ({self.seconds:.2f} s)")
         return "\n".join(lines)
 
 
 _VERDICT_TEXT = {
     "violation": "VIOLATION: the loss exceeds the claimed ε",
     "holds-exactly": "holds exactly: the loss equals the claimed ε",
+    "holds-within-rounding": "holds up to float rounding: the loss exceeds the claimed ε by at "
+    "most 1e-12 relative, from the target's own float scales",
     "over-noised": "holds, over-noised: the loss is below the claimed ε",
     "no-claim": "no ε claimed",
     "undetermined": "undetermined: the upper bound exceeds the claimed ε (not a refutation)",
@@ -867,7 +896,8 @@ def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
 
 # ------------------------------------------------------------------------ CLI
 def run_exact_cli(args: argparse.Namespace) -> int:
-    """``dpref audit TARGET --exact``: print the exact report; exit 0 (claim holds) or 1."""
+    """``dpref audit TARGET --exact``: print the exact report; exit 0 (no violation),
+    1 (violation) or 3 (inconclusive: the loss could not be computed, or only a bound)."""
     from dpref.cli.common import mechanism_from_args, parse_domain
     from dpref.registry import mechanism_names
 
@@ -890,4 +920,4 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         target, args.horizon, epsilon=args.epsilon, domain=domain, seed=args.seed or 0
     )
     print(json.dumps(report.as_dict()) if args.json else report.summary())
-    return 0 if report.ok else 1
+    return report.exit_code
