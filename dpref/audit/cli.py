@@ -25,6 +25,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
+from dpref.domains import Domain
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.registry import MECHANISM_PARAMS, mechanism_names, parameter_flags
@@ -305,8 +306,6 @@ def add_parser(subparsers: Any) -> None:
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
-        from dpref.audit.structural import run_exact_cli
-
         _check_exact_options(args)
         return run_exact_cli(args)
     from dpref.audit.loss import audit
@@ -372,3 +371,30 @@ def _emit(args: argparse.Namespace, report: Any, code: int) -> int:
 def run(args: argparse.Namespace) -> int:
     """Dispatch ``audit`` / ``conform`` (the plugin's ``run``)."""
     return run_audit(args) if args.command == "audit" else run_conform(args)
+
+
+def run_exact_cli(args: argparse.Namespace) -> int:
+    """``dpref audit TARGET --exact``: print the exact report; exit 0 (no violation),
+    1 (violation) or 3 (inconclusive: the loss could not be computed, or only a bound)."""
+    from dpref.audit.structural import exact_audit
+
+    if args.horizon is None:
+        raise ParameterError("horizon=None: give --horizon T")
+    target: Any = args.target
+    domain: Domain | None = None
+    if target in mechanism_names():
+        ns = argparse.Namespace(**vars(args))
+        ns.mechanism = target
+        target = mechanism_from_args(ns, horizon=args.horizon)
+    elif ":" not in target:
+        raise ParameterError(
+            f"target={fmt(target)}: not a mechanism ({', '.join(mechanism_names())}) "
+            "nor module:function / file.py:function"
+        )
+    else:
+        domain = parse_domain(args.domain, args.neighbours)
+    report = exact_audit(
+        target, args.horizon, epsilon=args.epsilon, domain=domain, seed=args.seed or 0
+    )
+    print(json.dumps(report.as_dict()) if args.json else report.summary())
+    return report.exit_code

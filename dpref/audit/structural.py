@@ -31,8 +31,6 @@ exact value (the claimed ε is preferred when it qualifies); see docs/auditing.m
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,7 +65,6 @@ __all__ = [
     "linearity_tolerance",
     "mechanism_target",
     "recover_structure",
-    "run_exact_cli",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -663,32 +660,3 @@ def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
     report.epsilon = top
     report.epsilon_lower = max(q for q in losses.lower if q is not None)
     report.epsilon_stated = stated_epsilon(top, report.claimed)
-
-
-# ------------------------------------------------------------------------ CLI
-def run_exact_cli(args: argparse.Namespace) -> int:
-    """``dpref audit TARGET --exact``: print the exact report; exit 0 (no violation),
-    1 (violation) or 3 (inconclusive: the loss could not be computed, or only a bound)."""
-    from dpref.cli.common import mechanism_from_args, parse_domain
-    from dpref.registry import mechanism_names
-
-    if args.horizon is None:
-        raise ParameterError("horizon=None: give --horizon T")
-    target: Any = args.target
-    domain: Domain | None = None
-    if target in mechanism_names():
-        ns = argparse.Namespace(**vars(args))
-        ns.mechanism = target
-        target = mechanism_from_args(ns, horizon=args.horizon)
-    elif ":" not in target:
-        raise ParameterError(
-            f"target={fmt(target)}: not a mechanism ({', '.join(mechanism_names())}) "
-            "nor module:function / file.py:function"
-        )
-    else:
-        domain = parse_domain(args.domain, args.neighbours)
-    report = exact_audit(
-        target, args.horizon, epsilon=args.epsilon, domain=domain, seed=args.seed or 0
-    )
-    print(json.dumps(report.as_dict()) if args.json else report.summary())
-    return report.exit_code
