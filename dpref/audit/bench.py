@@ -23,15 +23,25 @@ def _tiny_target(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
     return x
 
 
+def _laplace_batched(xs: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """Simple II, vectorised: the ``dpref_batched`` protocol."""
+    return np.cumsum(xs + rng.laplace(0.0, 1.0, xs.shape), axis=1)
+
+
+_laplace_batched.dpref_batched = True  # type: ignore[attr-defined]
+
+
 def audit_bench(quick: bool = False) -> list[Row]:
-    """Built-in sampling ≥ 10⁶ samples/s at T = 16; black-box overhead ≤ 2 µs per call."""
+    """Built-in sampling ≥ 10⁶ samples/s at T = 16; black-box overhead ≤ 20 µs per call
+    (the target runs in a worker process); a vectorised black box ≥ 10⁶ samples/s."""
     T = 16
     x = np.random.default_rng(1).integers(0, 2, T).astype(np.float64)
     gen = np.random.default_rng(2)
     sampling, rate = _sampling_row(T, x, gen, 200_000 if quick else 1_000_000)
     return [
         sampling,
-        _overhead_row(T, x, gen, 100_000 if quick else 500_000),
+        _overhead_row(T, x, gen, 50_000 if quick else 200_000),
+        _batched_row(T, x, gen, 200_000 if quick else 1_000_000),
         _whole_audit_row(T, rate, 100_000 if quick else 500_000),
     ]
 
@@ -55,8 +65,7 @@ def _sampling_row(T: int, x: FloatArray, gen: np.random.Generator, n: int) -> tu
 
 
 def _overhead_row(T: int, x: FloatArray, gen: np.random.Generator, calls: int) -> Row:
-    """Black-box sampling time per call beyond a bare loop of the same calls."""
-    bb = as_target(_tiny_target)
+    """Black-box sampling time per call (in the worker process) beyond a bare in-process loop."""
     view = x.copy()
     view.flags.writeable = False
 
@@ -67,16 +76,36 @@ def _overhead_row(T: int, x: FloatArray, gen: np.random.Generator, calls: int) -
             f(view, g)
 
     t_bare = best_of(bare, 3)
-    t_ours = best_of(lambda: bb.sample(x, calls, gen), 3)
+    with as_target(_tiny_target) as bb:
+        t_ours = best_of(lambda: bb.sample(x, calls, gen), 3)
     overhead_us = (t_ours - t_bare) / calls * 1e6
     return {
         "name": f"audit: black-box call overhead T={T} ({calls:,} calls)",
         "value": f"{overhead_us:.3f}us",
         "baseline": f"{t_bare / calls * 1e6:.3f}us",
         "ratio": t_ours / t_bare,
-        "target": "<= 2us",
-        "ok": overhead_us <= 2.0,
-        "detail": "per call beyond the target's own time; baseline: a bare loop of calls",
+        "target": "<= 20us",
+        "ok": overhead_us <= 20.0,
+        "detail": "per call beyond the target's own time, the target in a forked worker "
+        "(copy of the stream, output checks, framing); baseline: a bare in-process loop",
+    }
+
+
+def _batched_row(T: int, x: FloatArray, gen: np.random.Generator, n: int) -> Row:
+    """A vectorised (``dpref_batched``) black box, end to end, against raw Laplace draws."""
+    with as_target(_laplace_batched) as bb:
+        t_sample = best_of(lambda: bb.sample(x, n, gen), 3)
+    t_raw = best_of(lambda: np.random.default_rng(3).laplace(0.0, 1.0, (n, T)), 3)
+    rate = n / t_sample
+    return {
+        "name": f"audit: vectorised black box T={T} ({n:,} samples)",
+        "value": f"{rate:.3g}/s",
+        "baseline": f"{n / t_raw:.3g}/s",
+        "ratio": t_sample / t_raw,
+        "target": ">= 1e6/s",
+        "ok": rate >= 1e6,
+        "detail": "f(streams (n, T), rng) in a forked worker, outputs framed back as float64; "
+        "baseline: raw (n, T) Laplace draws in-process",
     }
 
 

@@ -3,11 +3,19 @@
 A *black-box target* is any callable ``f(stream, rng) -> sequence of len(stream)
 floats`` (docs/auditing.md, "The target"), named on the command line as
 ``package.module:function`` or ``path/to/file.py:function``.  A target is untrusted
-code: its exceptions, outputs of the wrong length or type, non-finite outputs and
-calls that run longer than the timeout are recorded as :class:`Finding` s and never crash dpref.
+code, and it never runs in dpref's process (docs/auditing.md, "Isolation"): a spec
+string is imported only in a spawned worker process, a callable passed through the
+Python API runs in a forked one (:mod:`dpref.audit.supervisor`,
+:mod:`dpref.audit.worker`).  Its exceptions, outputs of the wrong length or type,
+non-finite outputs, calls longer than the timeout, memory beyond the limit, and a
+worker that exits, is killed or breaks the protocol are recorded as :class:`Finding` s
+and never crash dpref.
+
+A target may declare the vectorised protocol ``f(streams (n, T), rng) -> (n, T)`` by
+setting the attribute ``f.dpref_batched = True``.
 
 A *built-in target* wraps a :class:`~dpref.mechanisms.Mechanism` and is sampled
-through :meth:`~dpref.mechanisms.Mechanism.release_many` (vectorised).  Mechanisms
+in-process through :meth:`~dpref.mechanisms.Mechanism.release_many` (vectorised).  Mechanisms
 with exact discrete Laplace noise are sampled with their public ``noise=`` argument
 fed by a vectorised two-sided geometric sampler with the same law (the exact CKS
 sampler draws one value at a time and is far too slow for 10⁶ samples).
@@ -15,35 +23,55 @@ sampler draws one value at a time and is far too slow for 10⁶ samples).
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import importlib.util
 import math
-import signal
 import sys
-import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from dpref.audit import protocol as P
+from dpref.audit.supervisor import Worker, WorkerDied
+from dpref.audit.worker import LoadError, check_spec, import_target
 from dpref.errors import DprefTypeError, ParameterError, TargetError
 from dpref.mechanisms import Mechanism
 from dpref.noise import make_rng
 from dpref.validation import fmt
 
-__all__ = ["Finding", "Target", "TargetFailure", "as_target", "load_callable"]
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "LOAD_TIMEOUT",
+    "MAX_DEATHS",
+    "MAX_TIMEOUTS",
+    "Finding",
+    "Target",
+    "TargetFailure",
+    "as_target",
+    "load_callable",
+]
 
 FloatArray = npt.NDArray[np.float64]
 TargetFn = Callable[[np.ndarray[Any, Any], np.random.Generator], Any]
 
 _BUILTIN_CHUNK = 1 << 16
+
+DEFAULT_MEMORY_LIMIT = 4 << 30
+"""Address space a worker may add once its target is loaded (4 GiB)."""
+LOAD_TIMEOUT = 30.0
+"""Longest a worker may take to start and import its target, at least (seconds)."""
+MAX_DEATHS = 10
+"""Consecutive worker deaths after which a target is not called again."""
+MAX_TIMEOUTS = 3
+"""Consecutive timeouts (each one costs ``timeout`` seconds) after which likewise."""
+_BATCH_SECONDS = 0.25
+"""Aim of the time one request of scalar calls takes (the first request is 1 call)."""
+_MAX_BATCH_BYTES = 32 << 20
+"""Largest reply of one request (its outputs)."""
+_BATCHED_ROWS = 1 << 16
+"""Streams per call of a vectorised (``dpref_batched``) target."""
 
 
 def _preview(stream: FloatArray) -> str:
@@ -56,9 +84,14 @@ def _preview(stream: FloatArray) -> str:
 class Finding:
     """Something wrong with a target that is not a statistical verdict.
 
-    ``kind`` is one of ``exception``, ``bad-output`` (not a sequence of numbers),
+    ``kind`` is one of ``exception``, ``bad-output`` (not a sequence of real numbers),
     ``wrong-length``, ``non-finite``, ``timeout``, ``not-deterministic``,
-    ``mutates-input``.
+    ``mutates-input``, ``memory`` (MemoryError: the memory limit), ``exited`` (the
+    target called ``sys.exit`` or the worker exited), ``killed`` (the worker died of a
+    signal), ``protocol`` (the worker sent something that is not a valid frame),
+    ``forked`` (the target forked; the child was ended at once), ``gave-up`` (the worker died
+    :data:`MAX_DEATHS` times, or timed out :data:`MAX_TIMEOUTS` times, in a row; the target
+    was not called again).
     """
 
     kind: str
@@ -93,113 +126,20 @@ class TargetFailure(Exception):
         self.finding = finding
 
 
-class _CallTimeout(BaseException):
-    """Raised in the main thread by the watchdog (a BaseException, so targets that
-    catch ``Exception`` cannot swallow it)."""
-
-
-class _Watchdog:
-    """Interrupt a target call that makes no progress for ``timeout`` seconds.
-
-    The sampling loop stores the index of the call in progress in ``busy[0]`` (−1
-    between calls): two list stores per call, so the overhead stays in nanoseconds.
-    A daemon thread polls it; when one call has been running for at least
-    ``timeout`` seconds it sends SIGALRM to the main thread, whose handler raises
-    :class:`_CallTimeout` inside the target.  Signals only reach the main thread, so
-    elsewhere (or without ``pthread_kill``) the watchdog is passive and over-long
-    calls are reported after they return.
-    """
-
-    def __init__(self, timeout: float | None) -> None:
-        self.timeout = timeout
-        self.busy: list[int] = [-1]
-        self.fired = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._old: Any = None
-        self.active = (
-            timeout is not None
-            and threading.current_thread() is threading.main_thread()
-            and hasattr(signal, "pthread_kill")
-            and hasattr(signal, "SIGALRM")
-        )
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        raise _CallTimeout()
-
-    def _watch(self) -> None:
-        assert self.timeout is not None
-        main_id = threading.main_thread().ident
-        assert main_id is not None
-        period = max(0.01, min(0.25, self.timeout / 4))
-        last, since = -2, time.monotonic()
-        while not self._stop.wait(period):
-            now = time.monotonic()
-            cur = self.busy[0]
-            if cur != last or cur < 0:
-                last, since = cur, now
-                continue
-            if now - since >= self.timeout and not self.fired:
-                self.fired = True
-                signal.pthread_kill(main_id, signal.SIGALRM)
-
-    def __enter__(self) -> _Watchdog:
-        if self.active:
-            self._old = signal.signal(signal.SIGALRM, self._handler)
-            self._thread = threading.Thread(target=self._watch, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            signal.signal(signal.SIGALRM, self._old)
-
-
 def load_callable(spec: str) -> tuple[str, TargetFn]:
-    """Load ``package.module:function`` or ``path/to/file.py:function``.
+    """Load ``package.module:function`` or ``path/to/file.py:function`` into *this* process.
 
-    Any error while importing the (untrusted) module becomes a
-    :class:`~dpref.errors.TargetError` naming the target.
+    Audits never use it (they import a spec only in a worker process); it is kept for
+    callers that want the callable itself.  Any error while importing the (untrusted)
+    module, ``SystemExit`` included, becomes a :class:`~dpref.errors.TargetError`
+    naming the target.
     """
-    if not isinstance(spec, str) or ":" not in spec:
-        raise TargetError(f"target={fmt(spec)}: expected module:function or file.py:function")
-    where, _, func_name = spec.rpartition(":")
-    if not where or not func_name.isidentifier():
-        raise TargetError(f"target={fmt(spec)}: expected module:function or file.py:function")
     try:
-        if where.endswith(".py") or "/" in where or "\\" in where:
-            path = Path(where)
-            if not path.is_file():
-                raise TargetError(f"target={fmt(spec)}: no such file {where}")
-            mod_name = f"_dpref_target_{abs(hash(str(path.resolve())))}"
-            module = sys.modules.get(mod_name)
-            if module is None:
-                file_spec = importlib.util.spec_from_file_location(mod_name, path)
-                if file_spec is None or file_spec.loader is None:
-                    raise TargetError(f"target={fmt(spec)}: cannot load {where}")
-                module = importlib.util.module_from_spec(file_spec)
-                sys.modules[mod_name] = module
-                try:
-                    file_spec.loader.exec_module(module)
-                except BaseException:
-                    del sys.modules[mod_name]
-                    raise
-        else:
-            module = importlib.import_module(where)
-    except TargetError:
-        raise
-    except (Exception, SystemExit) as exc:
-        raise TargetError(
-            f"target={fmt(spec)}: importing it raised {type(exc).__name__}: {exc}"
-        ) from None
-    fn = getattr(module, func_name, None)
-    if fn is None:
-        raise TargetError(f"target={fmt(spec)}: {where} has no attribute {func_name}")
-    if not callable(fn):
-        raise TargetError(f"target={fmt(spec)}: {func_name} is not callable")
-    return spec, fn
+        return spec, import_target(spec)
+    except LoadError as exc:
+        raise TargetError(f"target={fmt(spec)}: {exc}") from None
+    except SystemExit as exc:
+        raise TargetError(f"target={fmt(spec)}: importing it raised SystemExit: {exc}") from None
 
 
 def _discrete_noise(
@@ -230,11 +170,37 @@ class Target:
     mechanism: Mechanism | None = None
     """The built-in mechanism (None for a black box)."""
     func: TargetFn | None = None
-    """The black-box callable (None for a built-in)."""
+    """The black-box callable, run in a forked worker (None for a built-in or a spec)."""
     timeout: float | None = 60.0
     """Longest a single call may run, in seconds (None: no limit)."""
     findings: list[Finding] = field(default_factory=list)
     """Findings recorded so far (deduplicated by kind and horizon)."""
+    spec: str | None = None
+    """``module:function`` / ``file.py:function``, imported only in a spawned worker."""
+    memory_limit: int | None = DEFAULT_MEMORY_LIMIT
+    """Bytes of address space the worker may add once the target is loaded (None: no limit)."""
+    _worker: Worker | None = field(default=None, init=False, repr=False, compare=False)
+    _deaths: int = field(default=0, init=False, repr=False, compare=False)
+    _timeouts: int = field(default=0, init=False, repr=False, compare=False)
+    _gave_up: Finding | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def batched(self) -> bool:
+        """The target declared the vectorised protocol (known once its worker has started)."""
+        return self._worker is not None and self._worker.batched
+
+    def close(self) -> None:
+        """End the target's worker process (a later call starts a fresh one)."""
+        if self._worker is not None:
+            self._emit_diag(self._worker)
+            self._worker.kill()
+            self._worker = None
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def is_builtin(self) -> bool:
@@ -314,6 +280,53 @@ class Target:
         self.record(finding)
         return TargetFailure(finding)
 
+    # ------------------------------------------------------------ the worker
+    def start(self) -> None:
+        """Start the worker and load the target, unless it is running.
+
+        Raises :class:`~dpref.errors.TargetError` when a spec cannot be imported (an
+        exception at import, no such attribute) and :class:`TargetFailure` when the
+        worker cannot be started (it died while loading, or died too often).
+        """
+        if self._gave_up is not None:
+            raise TargetFailure(self._gave_up)
+        if self._worker is not None and not self._worker.dead:
+            return
+        if self._deaths >= MAX_DEATHS or self._timeouts >= MAX_TIMEOUTS:
+            what = "timed out" if self._timeouts >= MAX_TIMEOUTS else "died"
+            n = self._timeouts if self._timeouts >= MAX_TIMEOUTS else self._deaths
+            self._gave_up = Finding(
+                "gave-up", f"the worker {what} {n} times in a row; the target was not called again"
+            )
+            raise self._fail(self._gave_up)
+        try:
+            w = Worker(spec=self.spec, fn=self.func, memory_limit=self.memory_limit)
+        except OSError as exc:
+            raise self._fail(Finding("exited", f"the worker could not be started: {exc}")) from None
+        try:
+            reply = w.load(max(LOAD_TIMEOUT, self.timeout or 0.0))
+        except WorkerDied as died:
+            self._emit_diag(w)
+            self._gave_up = Finding(died.kind, f"while loading the target: {died.detail}")
+            raise self._fail(self._gave_up) from None
+        if reply.status == P.ST_LOAD_ERROR:
+            self._emit_diag(w)
+            w.kill()
+            raise TargetError(f"target={fmt(self.name)}: {_clean(reply.text)}")
+        if reply.status != P.ST_OK:
+            self._emit_diag(w)
+            w.kill()
+            kind = P.STATUS_KIND.get(reply.status, "protocol")
+            self._gave_up = Finding(kind, f"while loading the target: {_clean(reply.text)}")
+            raise self._fail(self._gave_up)
+        self._worker = w
+
+    def _emit_diag(self, w: Worker) -> None:
+        """The worker's stdout/stderr text so far, onto dpref's stderr (never stdout)."""
+        text = w.take_diag()
+        if text:
+            sys.stderr.write(text if text.endswith("\n") else text + "\n")
+
     def _sample_blackbox(
         self,
         stream: FloatArray,
@@ -321,74 +334,47 @@ class Target:
         rng: np.random.Generator,
         progress: Callable[[int], object] | None,
     ) -> FloatArray:
-        f = self.func
-        assert f is not None
+        """``runs`` calls in the worker, in requests of many calls each.
+
+        The worker's Generator is set from ``rng`` by the first request (see
+        :func:`_seed_material`) and carried on by the next ones, so the outputs do not
+        depend on how the calls are batched.
+        """
         T = int(stream.size)
-        view = stream.copy()
-        view.flags.writeable = False  # a target that mutates its input raises: a finding
+        self.start()
+        seed = _seed_material(rng)
+        w = self._worker
+        assert w is not None
         out = np.empty((runs, T), dtype=np.float64)
-        step = 4096 if progress is not None else runs
-        i = 0
-        r: Any = None
-        # the target is third-party code: its prints must not corrupt `--json` stdout
-        with contextlib.redirect_stdout(sys.stderr), _Watchdog(self.timeout) as dog:
-            busy = dog.busy
-            start_time = time.perf_counter()
+        cap = max(1, _MAX_BATCH_BYTES // (8 * max(T, 1)))
+        batch = min(_BATCHED_ROWS, cap) if w.batched else 1
+        done = 0
+        while done < runs:
+            k = min(batch, runs - done)
+            t0 = time.perf_counter()
             try:
-                for lo in range(0, runs, step):
-                    hi = min(runs, lo + step)
-                    for i in range(lo, hi):
-                        busy[0] = i
-                        r = f(view, rng)
-                        busy[0] = -1
-                        if len(r) != T:
-                            raise _WrongLength()
-                        out[i] = r
-                    if progress is not None:
-                        progress(hi - lo)
-            except (_WrongLength, _CallTimeout, Exception) as exc:
-                raise self._fail(self._call_finding(exc, r, i, busy[0] < 0, stream)) from None
-        if self.timeout is not None and not dog.active:
-            self._check_mean_time(time.perf_counter() - start_time, runs, stream)
+                reply = w.call(stream, k, seed if done == 0 else None, self.timeout)
+            except WorkerDied as died:
+                self._emit_diag(w)
+                self._worker = None
+                self._deaths += 1
+                self._timeouts += died.kind == "timeout"
+                call = "" if w.batched else f"call {done + died.done + 1}: "
+                found = Finding(died.kind, call + died.detail, T, _preview(stream))
+                raise self._fail(found) from None
+            self._emit_diag(w)
+            self._deaths = self._timeouts = 0
+            if reply.status != P.ST_OK:
+                kind = P.STATUS_KIND[reply.status]
+                raise self._fail(Finding(kind, _clean(reply.text), T, _preview(stream)))
+            out[done : done + k] = reply.arrays[0]
+            done += k
+            if progress is not None:
+                progress(k)
+            if not w.batched:
+                per_call = max(time.perf_counter() - t0, 1e-6) / k
+                batch = max(1, min(cap, int(_BATCH_SECONDS / per_call), 64 * k))
         return out
-
-    def _call_finding(
-        self, exc: BaseException, r: Any, i: int, returned: bool, stream: FloatArray
-    ) -> Finding:
-        """What a failed call ``i`` (which returned ``r`` when ``returned``) went wrong with."""
-        T = int(stream.size)
-        if isinstance(exc, _WrongLength):
-            return Finding(
-                "wrong-length",
-                f"returned {len(r)} values for a stream of length {T}",
-                T,
-                _preview(stream),
-            )
-        if isinstance(exc, _CallTimeout):
-            return Finding(
-                "timeout",
-                f"call {i + 1} ran longer than timeout={self.timeout}s and was stopped",
-                T,
-                _preview(stream),
-            )
-        if returned:  # the call returned; its output is what failed
-            return Finding("bad-output", _bad_output(r, exc), T, _preview(stream))
-        kind = "mutates-input" if _is_readonly_write(exc) else "exception"
-        return Finding(kind, _describe(exc), T, _preview(stream))
-
-    def _check_mean_time(self, seconds: float, runs: int, stream: FloatArray) -> None:
-        """Without an active watchdog, record calls that took longer than the timeout on average."""
-        assert self.timeout is not None
-        per_call = seconds / max(runs, 1)
-        if per_call > self.timeout:
-            self.record(
-                Finding(
-                    "timeout",
-                    f"calls took {per_call:.3g}s on average (timeout={self.timeout}s)",
-                    int(stream.size),
-                    _preview(stream),
-                )
-            )
 
     def call_once(self, stream: FloatArray, rng: np.random.Generator) -> FloatArray:
         """One output of the target (used for replays and crash probes)."""
@@ -403,51 +389,81 @@ class Target:
         return row
 
 
-class _WrongLength(Exception):
-    pass
+_MASK64 = (1 << 64) - 1
 
 
-def _is_readonly_write(exc: BaseException) -> bool:
-    return isinstance(exc, ValueError) and "read-only" in str(exc)
+def _seed_material(rng: np.random.Generator) -> npt.NDArray[np.uint64]:
+    """The words a worker builds its Generator from; ``rng`` moves past what they give.
+
+    A PCG64 generator (what ``np.random.default_rng`` and the audit seeds make) is
+    handed over as its exact state — the target draws the same numbers it drew when it
+    ran in dpref's process — and ``rng`` jumps ahead by 2¹²⁷ steps, so dpref's later
+    draws never overlap the target's.  Nothing comes back from the worker: dpref's
+    generator never depends on what the target did.  Any other bit generator gives
+    four words of entropy for a ``SeedSequence``.
+    """
+    bg = rng.bit_generator
+    if type(bg) is np.random.PCG64:
+        st = bg.state
+        s, inc = int(st["state"]["state"]), int(st["state"]["inc"])
+        words = [1, s >> 64, s & _MASK64, inc >> 64, inc & _MASK64]
+        words += [int(st["has_uint32"]), int(st["uinteger"])]
+        bg.state = bg.jumped().state
+        return np.array(words, dtype=np.uint64)
+    entropy = rng.integers(0, 2**64, size=4, dtype=np.uint64)
+    return np.concatenate([np.zeros(1, dtype=np.uint64), entropy])
 
 
-def _describe(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    if frames:
-        last = frames[-1]
-        where = f" ({Path(last.filename).name}:{last.lineno} in {last.name})"
-    msg = str(exc)
-    if len(msg) > 200:
-        msg = msg[:197] + "..."
-    return f"{type(exc).__name__}: {msg}{where}"
+def _clean(text: str) -> str:
+    """A worker's text as one printable line of at most 300 characters."""
+    line = "".join(c if c.isprintable() else " " for c in text).strip()
+    return line if len(line) <= 300 else line[:297] + "..."
 
 
-def _bad_output(r: Any, exc: BaseException) -> str:
-    text = repr(r)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"output {text} is not a sequence of numbers ({type(exc).__name__}: {exc})"
+def as_target(
+    obj: Any, *, timeout: float | None = 60.0, memory_limit: int | None = DEFAULT_MEMORY_LIMIT
+) -> Target:
+    """A :class:`Target` from a Target, a Mechanism, a callable or a spec string.
 
-
-def as_target(obj: Any, *, timeout: float | None = 60.0) -> Target:
-    """A :class:`Target` from a Target, a Mechanism, a callable or a spec string."""
+    A spec string is checked and loaded at once, in a spawned worker (a load error is
+    a :class:`~dpref.errors.TargetError`); a callable runs in a forked worker started
+    on first use.  ``timeout`` bounds every call (seconds, None: no limit),
+    ``memory_limit`` the address space the worker may add once the target is loaded
+    (bytes, None: no limit).
+    """
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise DprefTypeError(f"timeout={fmt(timeout)}: must be a number of seconds")
         if not (timeout > 0 and math.isfinite(timeout)):
             raise ParameterError(f"timeout={fmt(timeout)}: must be > 0 and finite")
+    if memory_limit is not None:
+        if isinstance(memory_limit, bool) or not isinstance(memory_limit, int):
+            raise DprefTypeError(f"memory_limit={fmt(memory_limit)}: must be a number of bytes")
+        if memory_limit < 1 << 20:
+            raise ParameterError(f"memory_limit={fmt(memory_limit)}: must be >= 1 MiB (1048576)")
     if isinstance(obj, Target):
         return obj
     if isinstance(obj, Mechanism):
         return Target(repr(obj), mechanism=obj, timeout=timeout)
     if isinstance(obj, str):
-        name, fn = load_callable(obj)
-        return Target(name, func=fn, timeout=timeout)
+        bad = check_spec(obj)
+        if bad is not None:
+            raise TargetError(f"target={fmt(obj)}: {bad}")
+        tgt = Target(obj, spec=obj, timeout=timeout, memory_limit=memory_limit)
+        try:
+            tgt.start()
+        except TargetFailure:
+            pass  # recorded: the audit reports it
+        return tgt
     if callable(obj):
         name = getattr(obj, "__qualname__", None) or repr(obj)
         module = getattr(obj, "__module__", None)
-        return Target(f"{module}:{name}" if module else str(name), func=obj, timeout=timeout)
+        return Target(
+            f"{module}:{name}" if module else str(name),
+            func=obj,
+            timeout=timeout,
+            memory_limit=memory_limit,
+        )
     raise DprefTypeError(
         f"target={fmt(obj)}: must be a Mechanism, a callable f(stream, rng) or 'module:function'"
     )

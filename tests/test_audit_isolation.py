@@ -1,0 +1,242 @@
+"""Isolation of untrusted targets: every attack on dpref's process becomes a finding.
+
+Each hostile target of ``tests/hostile_targets.py`` is audited through the command
+line, in a subprocess, as a CI gate would run it; the test checks that stdout is
+exactly one JSON object written by dpref, that the findings name what happened, and
+that the exit status is not 0.  Timeouts are 1 s; no test asserts a wall-clock time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpref.audit import audit
+from dpref.audit import protocol as P
+from dpref.audit.targets import MAX_DEATHS, Target, TargetFailure, as_target
+from dpref.errors import DprefTypeError, ParameterError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import hostile_targets as ht
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = "tests/hostile_targets.py"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _cli(spec: str, *extra: str) -> tuple[int, dict[str, Any], str]:
+    argv = [sys.executable, "-m", "dpref", "audit", spec, "--horizon", "4", "--epsilon", "1"]
+    argv += ["--samples", "2000", "--json", "--timeout", "1", "--seed", "1", *extra]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=60)
+    assert done.stdout.count("\n") == 1, done.stdout
+    data = json.loads(done.stdout)  # exactly one JSON object, nothing else
+    assert isinstance(data, dict) and "findings" in data and "violation" in data
+    return done.returncode, data, done.stderr
+
+
+def _kinds(data: dict[str, Any]) -> set[str]:
+    return {f["kind"] for f in data["findings"]}
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("exits", "exited"),
+        ("os_exits", "exited"),
+        ("segfaults", "killed"),
+        ("zeroes_input", "mutates-input"),
+        ("catches_everything", "timeout"),
+        ("ignores_alarm", "timeout"),
+        ("endless_len", "timeout"),
+        ("forges_frames", "protocol"),
+        ("forks", "forked"),
+        ("returns_complex", "bad-output"),
+        ("returns_numeric_strings", "bad-output"),
+        ("returns_one_string", "bad-output"),
+        ("returns_datetime", "bad-output"),
+        ("returns_bools", "bad-output"),
+        ("returns_nested", "bad-output"),
+        ("hogs_memory", "memory"),
+    ],
+)
+def test_hostile_target_is_a_finding_in_one_json_report(name: str, kind: str) -> None:
+    code, data, _ = _cli(f"{HOSTILE}:{name}")
+    assert kind in _kinds(data), data["findings"]
+    assert code != 0
+    assert data["epsilon_lower_bound"] is None  # nothing could be sampled
+
+
+@pytest.mark.parametrize("name", ["writes_fd1", "prints", "hijacks_printer"])
+def test_target_cannot_write_or_forge_the_report(name: str) -> None:
+    """Exact prefix sums: the real report proves a violation, whatever the target prints."""
+    code, data, err = _cli(f"{HOSTILE}:{name}")
+    assert data["violation"] is True and code == 1
+    if name in ("writes_fd1", "prints"):
+        assert '{"violation": false}' in err  # the target's text: diagnostics on stderr
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [("import sys\nsys.exit(0)\n", "exited"), ("import os\nos._exit(0)\n", "exited")],
+)
+def test_exit_at_import_is_a_finding(tmp_path: Path, body: str, kind: str) -> None:
+    mod = tmp_path / "ends_at_import.py"
+    mod.write_text(body + "def f(x, rng):\n    return x\n")
+    code, data, _ = _cli(f"{mod}:f")
+    assert kind in _kinds(data) and code == 1
+
+
+def test_print_at_import_reaches_stderr_only(tmp_path: Path) -> None:
+    mod = tmp_path / "prints_at_import.py"
+    mod.write_text(
+        "import os\nprint('{\"violation\": false}')\nos.write(1, b'garbage\\n')\n"
+        "import numpy as np\ndef f(x, rng):\n    return np.cumsum(x)\n"
+    )
+    code, data, err = _cli(f"{mod}:f")
+    assert data["violation"] is True and code == 1
+    assert "garbage" in err
+
+
+def test_import_error_is_still_bad_input(tmp_path: Path) -> None:
+    mod = tmp_path / "broken.py"
+    mod.write_text("raise ImportError('nope')\n")
+    argv = [sys.executable, "-m", "dpref", "audit", f"{mod}:f", "--horizon", "4"]
+    argv += ["--epsilon", "1", "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "importing it raised ImportError: nope" in done.stderr
+
+
+def test_spec_is_never_imported_in_dpref(tmp_path: Path) -> None:
+    mod = tmp_path / "marker_target.py"
+    mod.write_text("import numpy as np\ndef f(x, rng):\n    return np.cumsum(x)\n")
+    with as_target(f"{mod}:f", timeout=5) as tgt:
+        tgt.sample(np.zeros(3), 10, np.random.default_rng(1))
+    assert not [m for m in sys.modules if "marker_target" in m]
+
+
+# ------------------------------------------------------- the Python API (forked)
+def test_forked_worker_survives_deaths_and_starts_fresh() -> None:
+    r = audit(ht.exits_on_last_one, horizon=4, epsilon=1, samples=2_000, seed=1, timeout=5)
+    assert "exited" in {f.kind for f in r.findings}
+    assert r.epsilon_lower_bound is not None  # the other streams were still sampled
+    assert not r.ok
+
+
+def test_consecutive_deaths_give_up() -> None:
+    tgt = as_target(ht.os_exits, timeout=5)
+    x = np.zeros(3)
+    for _ in range(MAX_DEATHS + 2):
+        with pytest.raises(TargetFailure, match=r"exited|gave-up"):
+            tgt.sample(x, 10, np.random.default_rng(1))
+    assert [f.kind for f in tgt.findings] == ["exited", "gave-up"]
+
+
+def test_memory_limit_stops_a_hog_that_touches_its_memory() -> None:
+    tgt = as_target(ht.hogs_touched_memory, timeout=5, memory_limit=64 << 20)
+    r = audit(tgt, horizon=3, epsilon=1, samples=2_000, seed=1)
+    assert "memory" in {f.kind for f in r.findings}
+    tgt.close()
+
+
+def test_hijacking_json_in_a_forked_worker_leaves_dpref_alone() -> None:
+    before = json.dumps
+    r = audit(ht.hijacks_printer, horizon=3, epsilon=1, samples=2_000, seed=1)
+    assert json.dumps is before and json.loads(json.dumps(r.as_dict()))["violation"] is True
+
+
+def test_each_call_gets_its_own_copy_of_the_stream() -> None:
+    r = audit(ht.zeroes_input, horizon=3, epsilon=1, samples=2_000, seed=1)
+    assert r.findings[0].kind == "mutates-input"
+
+
+# ------------------------------------------------------------ reproducibility
+def test_outputs_do_not_depend_on_batching() -> None:
+    import audit_targets as at
+
+    x = np.array([1.0, 0.0, 1.0, 1.0])
+    with as_target(at.simple2_ok) as tgt:
+        few = tgt.sample(x, 5, np.random.default_rng(7))
+        many = tgt.sample(x, 5_000, np.random.default_rng(7))
+        again = tgt.sample(x, 5_000, np.random.default_rng(7))
+    assert np.array_equal(few, many[:5]) and np.array_equal(many, again)
+    # the worker draws what the target drew in dpref's process, from the same Generator
+    assert np.array_equal(few[0], at.simple2_ok(x, np.random.default_rng(7)))
+
+
+def test_spec_and_callable_give_the_same_report() -> None:
+    import audit_targets as at
+
+    a = audit(at.simple2_half_noise, horizon=3, epsilon=1, samples=5_000, seed=3)
+    b = audit(
+        "tests/audit_targets.py:simple2_half_noise", horizon=3, epsilon=1, samples=5_000, seed=3
+    )
+    assert a.epsilon_lower_bound == b.epsilon_lower_bound and a.event == b.event
+
+
+# ------------------------------------------------------------ batched protocol
+def test_batched_target_is_sampled_vectorised() -> None:
+    x = np.array([1.0, 0.0, 1.0, 1.0])
+    with as_target(ht.laplace_batched) as tgt:
+        Y = tgt.sample(x, 100_000, np.random.default_rng(1))
+        assert tgt.batched
+    assert Y.shape == (100_000, 4)
+    assert np.allclose(Y.mean(axis=0), np.cumsum(x), atol=0.05)
+    assert np.allclose(Y.var(axis=0), 2.0 * np.arange(1, 5), rtol=0.05)
+
+
+def test_batched_violation_is_proven() -> None:
+    r = audit(ht.half_noise_batched, horizon=3, epsilon=1, samples=20_000, seed=1)
+    assert r.violation and not r.findings
+
+
+def test_batched_wrong_shape_is_a_finding() -> None:
+    r = audit(ht.wrong_shape_batched, horizon=3, epsilon=1, samples=2_000, seed=1)
+    assert [f.kind for f in r.findings] == ["wrong-length"]
+
+
+# ------------------------------------------------------------------ protocol
+def test_frames_that_do_not_parse_exactly_are_rejected() -> None:
+    good = b"".join(bytes(b) for b in P.encode(P.Frame(P.OP_CALL, count=1)))
+    frame, n, t = P.parse_header(good[: P.HEADER.size])
+    assert (frame.op, frame.count, n, t) == (P.OP_CALL, 1, 0, 0)
+    for bad in (
+        b"XXXX" + good[4 : P.HEADER.size],  # magic
+        good[:4] + bytes([99]) + good[5 : P.HEADER.size],  # op
+        good[:5] + bytes([42]) + good[6 : P.HEADER.size],  # status
+        good[: P.HEADER.size - 1],  # short
+    ):
+        with pytest.raises(P.ProtocolError):
+            P.parse_header(bad)
+    u64 = P.ARRAY.pack(P.U64, 1, 0, 4, 0)
+    with pytest.raises(P.ProtocolError, match="dtype"):
+        P.parse_array_header(u64, (P.F64,))
+    with pytest.raises(P.ProtocolError):
+        P.parse_array_header(P.ARRAY.pack(P.F64, 3, 0, 4, 4), (P.F64,))
+
+
+def test_dpref_never_unpickles_worker_output() -> None:
+    for mod in ("protocol", "supervisor", "targets"):
+        text = (ROOT / "dpref" / "audit" / f"{mod}.py").read_text()
+        assert "import pickle" not in text and "pickle.load" not in text
+        assert "multiprocessing" not in text
+
+
+def test_bad_limits_name_the_parameter() -> None:
+    with pytest.raises(ParameterError, match="memory_limit=10"):
+        as_target(ht.exact, memory_limit=10)
+    with pytest.raises(DprefTypeError, match="memory_limit="):
+        as_target(ht.exact, memory_limit=1.5)  # type: ignore[arg-type]
+    assert isinstance(as_target(ht.exact, memory_limit=None), Target)
