@@ -340,6 +340,26 @@ def test_memory_polynomial_is_o_largest_window_served() -> None:
         assert c.state_size() <= 10 * served + 16  # type: ignore[attr-defined]
 
 
+def test_exponential_group_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recursion groups are cached by size: the newest entry plus at most a budget.
+
+    An lru_cache of eight entries held up to 190 MB at T = 10⁶.
+    """
+    from dpref.caching import BytesCache, array_bytes
+    from dpref.mechanisms.decayed import exponential
+
+    cache = BytesCache(exponential._exp_groups, budget=1 << 16)
+    monkeypatch.setattr(exponential, "_EXP_GROUPS", cache)
+    m = ExponentialSum(alpha=Fraction(9, 10), epsilon=EPS)
+    for horizon in (1000, 2000, 3000, 40_000):
+        m.release(np.zeros(horizon), rng=0)
+    newest = cache.get((40_000, 0.9))
+    assert cache.get((40_000, 0.9)) is newest
+    assert array_bytes(newest) > cache.budget
+    assert cache.nbytes() <= cache.budget + array_bytes(newest)
+    assert all(not a.flags.writeable for group in newest for a in group)
+
+
 # ----------------------------------------------------------------------- CLI
 @pytest.mark.parametrize(
     "args",
