@@ -16,11 +16,11 @@ ending at t ≤ T — in canonical order: by end ascending, then by size ascendi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
+from dpref.caching import BytesCache
 from dpref.errors import ParameterError
 
 __all__ = [
@@ -147,13 +147,27 @@ def popcount_groups(n: int) -> IndexGroups:
         x >>= 1
     groups = []
     for p in range(2, int(pop.max(initial=1)) + 1):
-        idx = np.flatnonzero(pop == p)
-        groups.append((idx.astype(np.intp), (parent[idx] - 1).astype(np.intp)))
+        idx = np.flatnonzero(pop == p).astype(np.intp, copy=False)
+        par = (parent[idx] - 1).astype(np.intp, copy=False)
+        idx.setflags(write=False)
+        par.setflags(write=False)
+        groups.append((idx, par))
     return tuple(groups)
 
 
-_popcount_groups = lru_cache(maxsize=64)(popcount_groups)
-"""Cached :func:`popcount_groups` (the binary mechanism's path)."""
+POPCOUNT_CACHE_BYTES = 32 << 20
+"""Bytes of popcount groups kept for older horizons; the newest is kept whatever its
+size (about 16 bytes per t: 16 MB at T = 10⁶)."""
+
+_POPCOUNT_GROUPS: BytesCache[int, IndexGroups] = BytesCache(popcount_groups, POPCOUNT_CACHE_BYTES)
+"""Cached :func:`popcount_groups` (the binary mechanism's path), bounded by bytes: an
+``lru_cache(maxsize=64)`` held up to 64 × 16 MB at T = 10⁶.  Hybrid uses one entry
+per block length ``2^k − 1``, about 16 bytes × T in all, which fits the budget."""
+
+
+def _popcount_groups(n: int) -> IndexGroups:
+    """:func:`popcount_groups` from :data:`_POPCOUNT_GROUPS`."""
+    return _POPCOUNT_GROUPS.get(n)
 
 
 def binary_noise_sum(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

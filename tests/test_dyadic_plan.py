@@ -61,6 +61,47 @@ def test_binary_noise_sum_matches_decomposition() -> None:
         assert s[t - 1] == pytest.approx(sum(z[u - 1] for _, u in prefix_nodes(t)), abs=1e-12)
 
 
+def test_popcount_group_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Popcount groups are cached by size, not count: the newest entry plus at most a
+    budget (an lru_cache of 64 entries could hold 1 GB at T = 10⁶), and Hybrid's
+    blocks reuse the entries of their lengths."""
+    from dpref import Hybrid, dyadic
+    from dpref.caching import BytesCache, array_bytes
+
+    cache = BytesCache(dyadic.popcount_groups, budget=1 << 16)
+    monkeypatch.setattr(dyadic, "_POPCOUNT_GROUPS", cache)
+    for horizon in (1000, 2000, 3000, 40_000):
+        Binary(epsilon=1, horizon=horizon).release(np.zeros(horizon), rng=0)
+    newest = cache.get(40_000)
+    assert cache.get(40_000) is newest
+    assert array_bytes(newest) > cache.budget
+    assert cache.nbytes() <= cache.budget + array_bytes(newest)
+    assert len(cache) == 1
+    assert all(not a.flags.writeable for group in newest for a in group)
+    big = BytesCache(dyadic.popcount_groups, budget=1 << 30)
+    monkeypatch.setattr(dyadic, "_POPCOUNT_GROUPS", big)
+    hybrid = Hybrid(epsilon=1)
+    first = hybrid.release(np.zeros(5000), rng=1)
+    held = len(big)
+    np.testing.assert_array_equal(hybrid.release(np.zeros(5000), rng=1), first)
+    assert len(big) == held  # the second release built nothing
+
+
+def test_bytes_cache_drops_least_recently_used_first() -> None:
+    from dpref.caching import BytesCache
+
+    cache: BytesCache[int, np.ndarray] = BytesCache(lambda n: np.zeros(n, np.uint8), budget=100)
+    a, b = cache.get(40), cache.get(50)
+    assert cache.get(40) is a  # 40 is now the most recent
+    cache.get(30)  # 120 bytes > 100: drop the least recently used, 50
+    assert len(cache) == 2 and cache.nbytes() == 70 and cache.get(40) is a
+    assert cache.get(50) is not b
+    big = cache.get(1000)  # the newest is kept whatever its size
+    assert len(cache) == 1 and cache.get(1000) is big
+    cache.clear()
+    assert len(cache) == 0 and cache.nbytes() == 0
+
+
 def _tamper_recombination(plan, entry: int, factor: int):  # type: ignore[no-untyped-def]
     R = plan.recombination
     idx = R.idx.copy()

@@ -9,12 +9,12 @@ time (:func:`dpref.dyadic.popcount_groups`).  Conventions: see
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from dpref.caching import BytesCache
 from dpref.domains import Domain
 from dpref.dyadic import popcount_groups, trailing_zeros
 from dpref.errors import ParameterError
@@ -203,7 +203,7 @@ class ExponentialSum(_Decayed):
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         # N(t) = z_t + α^{lsb(t)} N(t − lsb(t)), processed in order of popcount.
         out = np.array(noise, dtype=np.float64, copy=True)
-        for idx, par, mult in _exp_groups(horizon, float(self.alpha)):
+        for idx, par, mult in _EXP_GROUPS.get((horizon, float(self.alpha))):
             out[..., idx] += mult * out[..., par]
         return out
 
@@ -227,11 +227,29 @@ class ExponentialSum(_Decayed):
         return _ExponentialOnline(self, rng, noise)
 
 
-@lru_cache(maxsize=8)
-def _exp_groups(n: int, alpha: float) -> tuple[tuple[IndexArray, IndexArray, FloatArray], ...]:
+_ExpGroups = tuple[tuple[IndexArray, IndexArray, FloatArray], ...]
+
+
+def _exp_groups(key: tuple[int, float]) -> _ExpGroups:
     """:func:`~dpref.dyadic.popcount_groups` with each t's multiplier ``α^{2^{lsb(t)}}``."""
+    n, alpha = key
     mult_level = np.array([alpha ** (1 << b) for b in range(64)], dtype=np.float64)
-    return tuple((idx, par, mult_level[trailing_zeros(idx + 1)]) for idx, par in popcount_groups(n))
+    out = []
+    for idx, par in popcount_groups(n):
+        mult = mult_level[trailing_zeros(idx + 1)]
+        mult.setflags(write=False)
+        out.append((idx, par, mult))
+    return tuple(out)
+
+
+EXP_GROUPS_CACHE_BYTES = 32 << 20
+"""Bytes of recursion groups kept for older ``(horizon, α)``; the newest is kept whatever
+its size (24 bytes per t: 24 MB at T = 10⁶, where an ``lru_cache(maxsize=8)`` held up
+to 190 MB)."""
+
+_EXP_GROUPS: BytesCache[tuple[int, float], _ExpGroups] = BytesCache(
+    _exp_groups, EXP_GROUPS_CACHE_BYTES
+)
 
 
 class _ExponentialOnline(OnlineCounter):

@@ -10,10 +10,12 @@ canonical order by release time, then size, then instance.  Conventions: see
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpref.domains import Domain
 from dpref.dyadic import aligned_covers, layout_nodes, layout_offsets, window_start0
@@ -40,9 +42,7 @@ from dpref.validation import ceil_float, check_probability_open
 
 __all__ = ["PolynomialSum"]
 
-_NodeArrays = tuple[
-    list["_Instance"], list[IntArray], IntArray, IntArray, IntArray, IntArray, IntArray
-]
+IndexArray = npt.NDArray[np.signedinteger[Any]]
 
 
 class _Instance:
@@ -130,7 +130,6 @@ class PolynomialSum(_Decayed):
         self._b: list[int] = [0]
         self._instances: list[_Instance] = []
         self._next_j = 0
-        self._arrays_cache: dict[int, _NodeArrays] = {}
         self.series_upper: Fraction = polynomial_series_upper(self.c, self.beta)
         """A rational upper bound on S."""
 
@@ -224,60 +223,83 @@ class PolynomialSum(_Decayed):
         return self.rho**j
 
     # ------------------------------------------------------------------ plan
-    def _node_arrays(
-        self, horizon: int
-    ) -> tuple[list[_Instance], list[IntArray], IntArray, IntArray, IntArray, IntArray, IntArray]:
-        """Instances, per-instance global positions, and (lo, hi, weight_idx) canonical."""
-        cached = self._arrays_cache.get(horizon)
-        if cached is not None:
-            return cached
-        out = self._build_node_arrays(horizon)
-        self._arrays_cache = {horizon: out}
-        return out
+    def node_count(self, horizon: int) -> int:
+        """``Σ_j Σ_{b ≤ log₂B_j} ⌊(T − d_j)/2^b⌋``: instance j's aligned nodes of size
+        ``2^b`` end at multiples of ``2^b`` up to ``T − d_j``."""
+        return sum((horizon - i.d) >> b for i in self.instances(horizon) for b in range(i.cap + 1))
 
-    def _build_node_arrays(
-        self, horizon: int
-    ) -> tuple[list[_Instance], list[IntArray], IntArray, IntArray, IntArray, IntArray, IntArray]:
+    def noise_scales(self, horizon: int) -> FloatArray | float:
+        """Every node has the one scale λ (no per-node array: 8 bytes a node)."""
+        return ceil_float(self.scale())
+
+    def _instance_positions(self, horizon: int) -> Iterator[tuple[int, _Instance, IndexArray]]:
+        """``(k, instance, positions)`` for each instance in use at the horizon, in order.
+
+        ``positions[i]`` is the canonical index (release time, then level, then
+        instance) of the instance's i-th node in its own layout order (end, then
+        level: :func:`~dpref.dyadic.layout_nodes` of ``T − d_j``).  Built one instance
+        at a time from a cursor per (release time, level) — the first canonical index
+        of that pair's nodes, advanced past each instance's node — so only one
+        instance's positions and the ``(T+1) × levels`` cursor are held; int32 when
+        every index fits.  (Sorting every node at once held five int64 arrays of all
+        nodes and peaked at several GB at T = 10⁶.)
+        """
         insts = self.instances(horizon)
-        los, his, rel, lev, jj = [], [], [], [], []
-        for k, inst in enumerate(insts):
-            lo, hi, level = layout_nodes(horizon - inst.d, inst.cap)
-            los.append(lo)
-            his.append(hi)
-            rel.append(hi + inst.d)
-            lev.append(level)
-            jj.append(np.full(lo.size, k, np.int64))
         if not insts:
-            e = np.zeros(0, np.int64)
-            return insts, [], e, e, e, e, e
-        lo_a, hi_a, rel_a, lev_a, jj_a = (np.concatenate(v) for v in (los, his, rel, lev, jj))
-        order = np.lexsort((jj_a, lev_a, rel_a))
-        gpos = np.empty(order.size, np.int64)
-        gpos[order] = np.arange(order.size, dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum([a.size for a in los])])
-        per = [gpos[starts[k] : starts[k + 1]] for k in range(len(insts))]
-        return insts, per, lo_a[order], hi_a[order], jj_a[order], rel_a[order], lev_a[order]
+            return
+        levels = min(max(i.cap for i in insts), horizon.bit_length() - 1) + 1
+        n_nodes = self.node_count(horizon)
+        dtype = np.int32 if n_nodes <= np.iinfo(np.int32).max else np.int64
+        # nodes released at r of level b: one per instance with b ≤ min(tz(r − d_j), cap_j)
+        count: IndexArray = np.zeros((horizon + 1, levels), dtype)
+        for inst in insts:
+            for b in range(min(inst.cap, (horizon - inst.d).bit_length() - 1) + 1):
+                count[inst.d + (1 << b) :: 1 << b, b] += 1
+        cursor: IndexArray = count.cumsum(dtype=count.dtype).reshape(count.shape)
+        cursor -= count  # exclusive: the canonical index of the first node at (r, b)
+        del count
+        for k, inst in enumerate(insts):
+            tj = horizon - inst.d
+            off = layout_offsets(tj, inst.cap)
+            pos: IndexArray = np.empty(int(off[-1]), dtype)
+            for b in range(min(inst.cap, tj.bit_length() - 1) + 1):
+                step = 1 << b
+                at = cursor[inst.d + step :: step, b]  # a view: (r, b) for r = d_j + m·2^b
+                pos[off[step - 1 : tj : step] + b] = at
+                at += 1
+            yield k, inst, pos
+
+    def _canonical_nodes(self, horizon: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """(lo, hi, instance index, release time) of every node, canonical order."""
+        n = self.node_count(horizon)
+        lo, hi, kk, rel = (np.zeros(n, np.int64) for _ in range(4))
+        for k, inst, pos in self._instance_positions(horizon):
+            lo_j, hi_j, _ = layout_nodes(horizon - inst.d, inst.cap)
+            lo[pos] = lo_j
+            hi[pos] = hi_j
+            kk[pos] = k
+            rel[pos] = hi_j + inst.d
+        return lo, hi, kk, rel
 
     def release_times(self, horizon: int) -> IntArray:
         """Release time ``u + d_j`` of every node, canonical order."""
-        return self._node_arrays(horizon)[5]
+        return self._canonical_nodes(horizon)[3]
 
     def nodes(self, horizon: int) -> NodeTable:
-        insts, _, lo, hi, kk, _, _ = self._node_arrays(horizon)
+        lo, hi, kk, _ = self._canonical_nodes(horizon)
         return NodeTable(
             lo,
             hi,
             (self.scale(),),
             np.zeros(lo.size, np.int64),
-            tuple(i.weight for i in insts) or _ONE,
+            tuple(i.weight for i in self.instances(horizon)) or _ONE,
             kk,
         )
 
     def recombination(self, horizon: int) -> ExactSparse:
-        insts, per, lo, _, _, _, _ = self._node_arrays(horizon)
         rows_l: list[IntArray] = []
         cols_l: list[IntArray] = []
-        for inst, gp in zip(insts, per, strict=True):
+        for _, inst, gp in self._instance_positions(horizon):
             tj = horizon - inst.d
             off = layout_offsets(tj, inst.cap)
             s = np.arange(1, tj + 1, dtype=np.int64)
@@ -287,7 +309,11 @@ class PolynomialSum(_Decayed):
         rows_a = np.concatenate(rows_l) if rows_l else np.zeros(0, np.int64)
         cols_a = np.concatenate(cols_l) if cols_l else np.zeros(0, np.int64)
         return ExactSparse.from_triples(
-            (horizon, lo.size), rows_a, cols_a, _ONE, np.zeros(rows_a.size, np.int64)
+            (horizon, self.node_count(horizon)),
+            rows_a,
+            cols_a,
+            _ONE,
+            np.zeros(rows_a.size, np.int64),
         )
 
     def target_rows(self, horizon: int) -> TargetRows:
@@ -330,9 +356,8 @@ class PolynomialSum(_Decayed):
         return out
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        insts, per, _, _, _, _, _ = self._node_arrays(horizon)
         out = np.zeros((*noise.shape[:-1], horizon), dtype=np.float64)
-        for inst, gp in zip(insts, per, strict=True):
+        for _, inst, gp in self._instance_positions(horizon):
             tj = horizon - inst.d
             zj = noise[..., gp]
             out[..., inst.d :] += _window_combine(zj, tj, inst.window, inst.cap)

@@ -11,8 +11,6 @@ slots for each of its WindowSum instances.  Conventions: see
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpref.caching import BytesCache
 from dpref.domains import Domain
 from dpref.dyadic import aligned_covers, layout_nodes, layout_offsets, window_start0
 from dpref.errors import DprefTypeError, ParameterError
@@ -78,7 +77,11 @@ def _build_window_slots(horizon: int, window: int | None, cap: int | None) -> _S
     return tuple(slots)
 
 
-class _SlotCache:
+def _build_slots_of(key: _SlotKey) -> _Slots:
+    return _build_window_slots(*key)
+
+
+class _SlotCache(BytesCache[_SlotKey, _Slots]):
     """Cover slots by ``(horizon, window, cap)``, bounded by bytes, not entries.
 
     The most recent entry is always kept, so repeated releases at one horizon reuse
@@ -89,39 +92,7 @@ class _SlotCache:
     """
 
     def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self._entries: OrderedDict[_SlotKey, _Slots] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: _SlotKey) -> _Slots:
-        """The slots of ``key``, built on a miss."""
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-                return hit
-        slots = _build_window_slots(*key)
-        with self._lock:
-            self._entries[key] = slots
-            self._entries.move_to_end(key)
-            self._evict()
-        return slots
-
-    def _evict(self) -> None:
-        total = sum(a.nbytes for v in self._entries.values() for a in v)
-        while len(self._entries) > 1 and total > self.budget:
-            _, old = self._entries.popitem(last=False)
-            total -= sum(a.nbytes for a in old)
-
-    def nbytes(self) -> int:
-        """Bytes held."""
-        with self._lock:
-            return sum(a.nbytes for v in self._entries.values() for a in v)
-
-    def clear(self) -> None:
-        """Drop every entry."""
-        with self._lock:
-            self._entries.clear()
+        super().__init__(_build_slots_of, budget)
 
 
 _WINDOW_SLOTS = _SlotCache(_SLOT_CACHE_BYTES)
