@@ -242,3 +242,37 @@ def test_bad_limits_name_the_parameter() -> None:
     with pytest.raises(DprefTypeError, match="memory_limit="):
         as_target(ht.exact, memory_limit=1.5)  # type: ignore[arg-type]
     assert isinstance(as_target(ht.exact, memory_limit=None), Target)
+
+
+# ------------------------------------------------------------ the exact audit
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("exits", "exited"), ("os_exits", "exited"), ("catches_everything", "timeout")],
+)
+def test_exact_audit_runs_hostile_targets_in_the_worker(name: str, kind: str) -> None:
+    """``--exact`` calls the target through the same worker: exits and hangs are findings,
+    the report is one JSON object, the verdict inconclusive (exit 3)."""
+    argv = [sys.executable, "-m", "dpref", "audit", f"{HOSTILE}:{name}", "--exact"]
+    argv += ["--horizon", "4", "--epsilon", "1", "--json", "--timeout", "0.3"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=60)
+    assert done.stdout.count("\n") == 1, done.stdout
+    data = json.loads(done.stdout)
+    assert kind in _kinds(data), data["findings"]
+    assert data["verdict"] == "inconclusive" and done.returncode == 3
+
+
+def test_exact_audit_never_imports_a_spec_in_dpref(tmp_path: Path) -> None:
+    """The spec is imported only in the worker: its import-time code never runs here."""
+    from dpref.audit import exact_audit
+
+    mod = tmp_path / "marks_its_import.py"
+    mod.write_text(
+        "import builtins\nimport numpy as np\nbuiltins.DPREF_TARGET_IMPORTED = True\n"
+        "def f(x, rng):\n    return np.cumsum(x) + rng.laplace(0.0, 1.0, len(x))\n"
+    )
+    report = exact_audit(f"{mod}:f", 4, epsilon=1)
+    import builtins
+
+    assert not hasattr(builtins, "DPREF_TARGET_IMPORTED")
+    # prefix sums with fresh Lap(1) per output: item 1 moves all 4 outputs, ε = 4 exactly
+    assert report.verdict == "violation" and report.epsilon == 4

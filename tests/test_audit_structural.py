@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from dpref.audit import RecordingGenerator, exact_audit, mechanism_target
 from dpref.audit.events import used_nodes
-from dpref.audit.recording import NoiseCallback, Requests, call_in_process
+from dpref.audit.recording import NoiseCallback, Requests
+from dpref.audit.runners import call_in_process
 from dpref.audit.structural import item_losses, stated_epsilon
 from dpref.cli import main
 from dpref.domains import bounded_integers
@@ -86,7 +87,7 @@ def test_callback_protocol_is_scripted_laplace() -> None:
 
 
 def test_call_in_process_turns_misbehaviour_into_findings() -> None:
-    from dpref.audit.recording import CallFailure
+    from dpref.audit.runners import CallFailure
 
     x = np.zeros(4)
     for fn, kind in [
@@ -232,7 +233,7 @@ def test_float_scales_are_stated_as_the_small_rational() -> None:
         (it.binary_data_scale, "structure-depends", "depends on the input/noise"),
         (it.raises, "exception", "boom"),
         (it.wrong_length, "wrong-length", "9 values"),
-        (it.returns_text, "bad-output", "not a sequence of numbers"),
+        (it.returns_text, "bad-output", "not a sequence of real numbers"),
     ],
 )
 def test_unanalysable_targets_are_reported_not_crashed(fn: Any, kind: str, text: str) -> None:
@@ -273,7 +274,7 @@ def test_item_losses_dual_bound_is_below_the_primal() -> None:
 
 # ------------------------------------------------------- API, runner, CLI
 def test_runner_abstraction_is_used_for_every_call() -> None:
-    from dpref.audit.recording import InProcessRunner
+    from dpref.audit.runners import InProcessRunner
 
     calls: list[int] = []
     inner = InProcessRunner(it.binary_ok)

@@ -394,7 +394,12 @@ def run_exact_cli(args: argparse.Namespace) -> int:
     else:
         domain = parse_domain(args.domain, args.neighbours)
     report = exact_audit(
-        target, args.horizon, epsilon=args.epsilon, domain=domain, seed=args.seed or 0
+        target,
+        args.horizon,
+        epsilon=args.epsilon,
+        domain=domain,
+        seed=args.seed or 0,
+        timeout=args.timeout,
     )
     print(json.dumps(report.as_dict()) if args.json else report.summary())
     return report.exit_code

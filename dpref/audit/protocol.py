@@ -35,6 +35,7 @@ __all__ = [
     "ARRAY",
     "F64",
     "FLAG_BATCHED",
+    "FLAG_CALLBACK",
     "HEADER",
     "MAGIC",
     "MAX_ARRAYS",
@@ -44,6 +45,7 @@ __all__ = [
     "OP_CALL",
     "OP_LOAD",
     "OP_PROGRESS",
+    "OP_SCRIPTED",
     "STATUS_KIND",
     "ST_BAD_OUTPUT",
     "ST_EXCEPTION",
@@ -81,13 +83,18 @@ MAX_BYTES = 1 << 30
 
 # ------------------------------------------------------------------ ops
 OP_LOAD = 1
-"""Parent → worker: text = JSON {spec, path, memory}; reply flags: FLAG_BATCHED."""
+"""Parent → worker: text = JSON {spec, path, memory}; reply flags: FLAG_BATCHED,
+FLAG_CALLBACK."""
 OP_CALL = 2
 """Parent → worker: arrays = [stream (T,), seed words (4,) optional], count = calls;
 reply: arrays = [outputs (count, T)] or a failure status, count = the failing call."""
 OP_PROGRESS = 100
 """Worker → parent, during a request: count = calls done so far (a heartbeat)."""
-OPS = {OP_LOAD: "load", OP_CALL: "call", OP_PROGRESS: "progress"}
+OP_SCRIPTED = 3
+"""One call with dpref's scripted noise object (:mod:`dpref.audit.recording`): request
+arrays ``[stream (T,), script (K,)]`` and the protocol name as text; reply arrays
+``[outputs (T,), laplace scales (n,)]`` and the other requests as JSON text."""
+OPS = {OP_LOAD: "load", OP_CALL: "call", OP_SCRIPTED: "scripted", OP_PROGRESS: "progress"}
 
 # ------------------------------------------------------------- statuses
 ST_OK = 0
@@ -111,6 +118,8 @@ STATUS_KIND = {
 }
 """The finding kind of each failure status."""
 
+FLAG_CALLBACK = 4
+"""Load-reply flag: the target declares the callback noise protocol (``dpref_noise``)."""
 FLAG_BATCHED = 2
 """Load-reply flag: the target declares the vectorised protocol (``dpref_batched``)."""
 
@@ -178,7 +187,7 @@ def parse_header(raw: bytes) -> tuple[Frame, int, int]:
         raise ProtocolError(f"unknown op {op}")
     if status != ST_OK and status not in STATUS_KIND:
         raise ProtocolError(f"unknown status {status}")
-    if flags & ~FLAG_BATCHED:
+    if flags & ~(FLAG_BATCHED | FLAG_CALLBACK):
         raise ProtocolError(f"unknown flags {flags:#x}")
     if n_arrays > MAX_ARRAYS:
         raise ProtocolError(f"{n_arrays} arrays (at most {MAX_ARRAYS})")

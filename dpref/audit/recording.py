@@ -19,40 +19,30 @@ protocols are supported:
 A target declares its protocol with a function attribute, ``f.dpref_noise = "callback"``
 (absent: ``"rng"``); :func:`dpref.audit.exact_audit` takes ``protocol=`` to override it.
 
-The target is untrusted: :func:`call_in_process` runs one call and turns an exception,
-an output of the wrong length or an output that is not numbers into a
-:class:`~dpref.audit.targets.Finding` carried by :class:`CallFailure`.  A *runner* is any
-callable ``run(stream, script) -> (outputs, requests)`` with that contract, so the calls
-can be routed through an isolated worker process instead (:class:`InProcessRunner` is
-the default).
+This module holds only the noise objects (plain data, no dpref machinery), so that the
+isolated worker process (:mod:`dpref.audit.worker`) can build them; how a target is
+called with them is :mod:`dpref.audit.runners`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.targets import Finding
 from dpref.errors import ParameterError
 from dpref.validation import fmt
 
 __all__ = [
     "OTHER_LAWS",
     "PROTOCOLS",
-    "CallFailure",
-    "InProcessRunner",
     "NoiseCallback",
     "RecordingGenerator",
     "Requests",
-    "Runner",
-    "call_in_process",
+    "make_noise",
     "protocol_of",
 ]
 
@@ -226,92 +216,8 @@ def protocol_of(fn: Any, protocol: str | None = None) -> str:
     return str(chosen)
 
 
-class CallFailure(Exception):
-    """A target call failed (raised, wrong length, not numbers); carries the finding."""
-
-    def __init__(self, finding: Finding, requests: Requests) -> None:
-        super().__init__(str(finding))
-        self.finding = finding
-        self.requests = requests
-
-
-Runner = Callable[[FloatArray, FloatArray], tuple[FloatArray, Requests]]
-"""``run(stream, script) -> (outputs, requests)``; raises :class:`CallFailure`."""
-
-
-def _preview(stream: FloatArray) -> str:
-    vals = [int(v) if float(v).is_integer() else float(v) for v in stream[:12].tolist()]
-    return ",".join(str(v) for v in vals) + (",…" if stream.size > 12 else "")
-
-
-def _describe(exc: BaseException) -> str:
-    import traceback
-    from pathlib import Path
-
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    if frames:
-        last = frames[-1]
-        where = f" ({Path(last.filename).name}:{last.lineno} in {last.name})"
-    msg = str(exc)
-    if len(msg) > 200:
-        msg = msg[:197] + "..."
-    return f"{type(exc).__name__}: {msg}{where}"
-
-
-def call_in_process(
-    fn: Callable[..., Any], protocol: str, stream: FloatArray, script: FloatArray
-) -> tuple[FloatArray, Requests]:
-    """Call ``fn(stream, noise object)`` once, in this process, guarded.
-
-    Returns the outputs (float64, length T; NaN and ±inf are kept, the caller judges
-    them) and the requests.  Raises :class:`CallFailure` when the call raises (any
-    ``Exception`` or ``SystemExit``), returns a value that is not a sequence of numbers,
-    or returns the wrong number of values.
-    """
-    T = int(stream.size)
-    requests = Requests()
-    noise: Any = (
-        NoiseCallback(script, requests)
-        if protocol == "callback"
-        else RecordingGenerator(script, requests)
-    )
-    view = stream.copy()
-    view.flags.writeable = False
-    try:
-        # third-party prints must not corrupt `--json` on stdout
-        with contextlib.redirect_stdout(sys.stderr):
-            r = fn(view, noise)
-    except (Exception, SystemExit) as exc:
-        kind = (
-            "mutates-input"
-            if isinstance(exc, ValueError) and "read-only" in str(exc)
-            else "exception"
-        )
-        raise CallFailure(Finding(kind, _describe(exc), T, _preview(stream)), requests) from None
-    try:
-        out = np.asarray(r, dtype=np.float64)
-    except (Exception, SystemExit) as exc:
-        text = repr(r) if len(repr(r)) <= 80 else repr(r)[:77] + "..."
-        detail = f"output {text} is not a sequence of numbers ({type(exc).__name__}: {exc})"
-        raise CallFailure(Finding("bad-output", detail, T, _preview(stream)), requests) from None
-    if out.ndim != 1:
-        detail = f"output has shape {out.shape}, expected ({T},)"
-        kind = "bad-output" if out.ndim == 0 else "wrong-length"
-        raise CallFailure(Finding(kind, detail, T, _preview(stream)), requests)
-    if out.size != T:
-        detail = f"returned {out.size} values for a stream of length {T}"
-        raise CallFailure(Finding("wrong-length", detail, T, _preview(stream)), requests)
-    return out, requests
-
-
-@dataclass(frozen=True)
-class InProcessRunner:
-    """The default runner: :func:`call_in_process` on ``fn`` with ``protocol``."""
-
-    fn: Callable[..., Any]
-    protocol: str = "rng"
-
-    def __call__(self, stream: FloatArray, script: FloatArray) -> tuple[FloatArray, Requests]:
-        """One guarded call (see :func:`call_in_process`)."""
-        return call_in_process(self.fn, self.protocol, stream, script)
+def make_noise(protocol: str, script: FloatArray, requests: Requests) -> Any:
+    """The noise object a target of ``protocol`` is called with."""
+    if protocol == "callback":
+        return NoiseCallback(script, requests)
+    return RecordingGenerator(script, requests)

@@ -47,8 +47,9 @@ from dpref.audit.l1loss import (
     item_losses,
     stated_epsilon,
 )
-from dpref.audit.recording import CallFailure, InProcessRunner, Requests, Runner, protocol_of
-from dpref.audit.targets import Finding, load_callable
+from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
+from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
+from dpref.audit.targets import Finding
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -575,18 +576,25 @@ _VERDICT_TEXT = {
 
 
 def _resolve(
-    target: Any, protocol: str | None
-) -> tuple[str, Callable[..., Any], str, Domain | None]:
+    target: Any, protocol: str | None, timeout: float | None, memory_limit: int | None
+) -> tuple[str, Runner | WorkerRunner, str | None, Domain | None]:
+    """The target's name, how to call it, its protocol (None: known once its worker
+    loads it) and its own domain.  Third-party code runs in a worker process; only
+    dpref's own mechanisms are called in this process."""
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ParameterError(f"protocol={fmt(protocol)}: must be 'rng' or 'callback'")
     if isinstance(target, Mechanism):
-        return repr(target), mechanism_target(target), "rng", target.domain
+        fn = mechanism_target(target)
+        return repr(target), InProcessRunner(fn, "rng"), "rng", target.domain
     if isinstance(target, str):
-        name, fn = load_callable(target)
-        return name, fn, protocol_of(fn, protocol), None
+        runner = WorkerRunner(target, None, protocol, timeout, memory_limit)
+        return target, runner, protocol, None
     if callable(target):
         qual = getattr(target, "__qualname__", None) or repr(target)
         module = getattr(target, "__module__", None)
         name = f"{module}:{qual}" if module else str(qual)
-        return name, target, protocol_of(target, protocol), None
+        proto = protocol_of(target, protocol)
+        return name, WorkerRunner(None, target, proto, timeout, memory_limit), proto, None
     raise DprefTypeError(
         f"target={fmt(target)}: must be a Mechanism, a callable or 'module:function'"
     )
@@ -603,6 +611,8 @@ def exact_audit(
     checks: int = 4,
     runner: Runner | None = None,
     sampled: Any = None,
+    timeout: float | None = 60.0,
+    memory_limit: int | None = 4 << 30,
 ) -> StructuralReport:
     """The exact privacy loss of a noise-injectable target at T = ``horizon``.
 
@@ -611,10 +621,12 @@ def exact_audit(
     or a ``module:function`` spec; ``protocol`` (``"rng"`` or ``"callback"``)
     overrides the callable's ``dpref_noise`` attribute.  ``epsilon`` is the claimed ε,
     ``domain`` the stream domain (default: the mechanism's, else bits), ``checks`` the
-    number of random verification points, ``runner`` replaces the in-process calls
-    (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.recording`),
-    ``sampled`` an :class:`~dpref.audit.loss.AuditReport` whose lower bound is shown
-    beside the exact value.
+    number of random verification points, ``sampled`` an
+    :class:`~dpref.audit.loss.AuditReport` whose lower bound is shown beside the exact
+    value.  A third-party target (a callable or a spec) runs in its own worker process
+    (:class:`~dpref.audit.runners.WorkerRunner`, ``timeout`` seconds per call,
+    ``memory_limit`` bytes); a spec is imported only there.  ``runner`` replaces that
+    (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.runners`).
     """
     start = time.perf_counter()
     T = check_positive_int("horizon", horizon)
@@ -623,12 +635,23 @@ def exact_audit(
         raise ParameterError(f"checks={fmt(checks)}: must be an int >= 1")
     if domain is not None and not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
-    name, fn, proto, own_domain = _resolve(target, protocol)
+    name, default_run, proto, own_domain = _resolve(target, protocol, timeout, memory_limit)
     dom = domain if domain is not None else (own_domain if own_domain is not None else bits())
-    run: Runner = runner if runner is not None else InProcessRunner(fn, proto)
-    rng = np.random.default_rng(seed)
-    structure, findings = recover_structure(run, T, dom, rng=rng, checks=checks)
-    report = StructuralReport(name, T, proto, dom.name, dom.sensitivity, claimed, findings=findings)
+    run = runner if runner is not None else default_run
+    structure: Structure | None = None
+    findings: list[Finding] = []
+    try:
+        if isinstance(run, WorkerRunner):
+            proto = run.start(T)
+        rng = np.random.default_rng(seed)
+        structure, findings = recover_structure(run, T, dom, rng=rng, checks=checks)
+    except CallFailure as failed:  # the worker could not even be started
+        findings = [failed.finding]
+    finally:
+        if isinstance(run, WorkerRunner):
+            run.close()
+    shown = proto if proto is not None else protocol_of(None, None)
+    report = StructuralReport(name, T, shown, dom.name, dom.sensitivity, claimed, findings=findings)
     if sampled is not None:
         report.sampled_lower_bound = float(sampled.epsilon_lower_bound)
         report.sampled_confidence = float(sampled.confidence)

@@ -39,6 +39,8 @@ __all__ = ["DIAG_LIMIT", "GRACE", "Worker", "WorkerDied"]
 
 FloatArray = npt.NDArray[np.float64]
 
+SCRIPTED_MAX_DRAWS = 1 << 22
+"""Largest number of Laplace scales a scripted reply may carry (the worker's ``MAX_DRAWS``)."""
 GRACE = 0.25
 """Seconds allowed beyond the timeout for heartbeats to arrive (see worker.PROGRESS_INTERVAL)."""
 DIAG_LIMIT = 1 << 16
@@ -120,6 +122,8 @@ class Worker:
         self.spec = spec
         self.memory_limit = memory_limit
         self.batched = False
+        self.callback = False
+        """The target declares the callback noise protocol (known once loaded)."""
         self.dead = False
         self._seq = 0
         self._diag = bytearray()
@@ -197,9 +201,10 @@ class Worker:
             }
         )
         reply = self.request(P.Frame(P.OP_LOAD, text=text), timeout, max_bytes=0, limit=0)
-        if reply.arrays or reply.flags & ~P.FLAG_BATCHED:
+        if reply.arrays or reply.flags & ~(P.FLAG_BATCHED | P.FLAG_CALLBACK):
             self._protocol("a load reply with arrays or unknown flags")
         self.batched = bool(reply.flags & P.FLAG_BATCHED)
+        self.callback = bool(reply.flags & P.FLAG_CALLBACK)
         return reply
 
     def call(
@@ -226,6 +231,29 @@ class Worker:
                 self._protocol(f"a call reply with arrays {shapes} for {count} calls at T={T}")
         elif reply.arrays or reply.count >= max(count, 1):
             self._protocol("a failure reply with arrays or a call index out of range")
+        return reply
+
+    def scripted(
+        self, stream: FloatArray, script: FloatArray, protocol: str, timeout: float | None
+    ) -> P.Frame:
+        """One call with dpref's scripted noise object (op ``scripted``): a reply with
+        arrays ``[outputs (T,), laplace scales (n,)]`` (shapes validated here) and the
+        other requests as JSON text, or a failure status."""
+        T = int(stream.size)
+        arrays: list[npt.NDArray[Any]] = [
+            np.ascontiguousarray(stream, dtype=np.float64),
+            np.ascontiguousarray(script, dtype=np.float64),
+        ]
+        frame = P.Frame(P.OP_SCRIPTED, count=1, arrays=arrays, text=protocol)
+        reply = self.request(frame, timeout, 8 * (T + SCRIPTED_MAX_DRAWS), 1)
+        if reply.flags:
+            self._protocol(f"a scripted reply with flags {reply.flags:#x}")
+        if reply.status == P.ST_OK:
+            shapes = [a.shape for a in reply.arrays]
+            if len(shapes) != 2 or shapes[0] != (T,) or len(shapes[1]) != 1:
+                self._protocol(f"a scripted reply with arrays {shapes} at T={T}")
+        elif reply.arrays:
+            self._protocol("a failure reply with arrays")
         return reply
 
     def request(self, frame: P.Frame, timeout: float | None, max_bytes: int, limit: int) -> P.Frame:

@@ -286,7 +286,12 @@ def _op_load(st: State, req: P.Frame) -> P.Frame:
         st.batched = getattr(st.fn, "dpref_batched", False) is True
     except Exception:
         st.batched = False
-    return P.Frame(P.OP_LOAD, flags=P.FLAG_BATCHED if st.batched else 0)
+    try:
+        callback = getattr(st.fn, "dpref_noise", None) == "callback"
+    except Exception:
+        callback = False
+    flags = (P.FLAG_BATCHED if st.batched else 0) | (P.FLAG_CALLBACK if callback else 0)
+    return P.Frame(P.OP_LOAD, flags=flags)
 
 
 def generator_from(words: npt.NDArray[Any]) -> np.random.Generator:
@@ -387,7 +392,58 @@ def _shape(r: object) -> tuple[int, ...]:
         return ()
 
 
-HANDLERS: dict[int, Handler] = {P.OP_LOAD: _op_load, P.OP_CALL: _op_call}
+MAX_DRAWS = 1 << 22
+"""Most scalar Laplace draws one scripted call may request (more is a ``bad-output``)."""
+
+
+def _op_scripted(st: State, req: P.Frame) -> P.Frame:
+    """One call ``f(stream, noise)`` with dpref's recording noise object: the outputs and
+    the Laplace scales it requested; the text is JSON ``{detail, other, unknown}`` (its
+    other requests, also on a failure, where ``detail`` says what failed)."""
+    from dpref.audit.recording import Requests, make_noise
+
+    stream = np.array(req.arrays[0], dtype=np.float64)
+    script = np.array(req.arrays[1], dtype=np.float64)
+    requests = Requests()
+    view = stream.copy()
+    view.flags.writeable = False
+    try:
+        r = st.fn(view, make_noise(req.text, script, requests))
+    except BaseException as exc:
+        if os.getpid() != st.pid:
+            os._exit(0)
+        return _scripted(requests, *_failure(exc))
+    if os.getpid() != st.pid:
+        os._exit(0)
+    if st.forks:
+        return _scripted(requests, P.ST_FORKED, _FORKED)
+    if view.tobytes() != stream.tobytes():
+        text = "the target wrote into its (read-only) input stream"
+        return _scripted(requests, P.ST_MUTATES_INPUT, text)
+    if len(requests.scales) > MAX_DRAWS:
+        text = f"requested {len(requests.scales)} Laplace draws (at most {MAX_DRAWS})"
+        return _scripted(requests, P.ST_BAD_OUTPUT, text)
+    status, text, row = to_row(r, (stream.size,))
+    if status != P.ST_OK:
+        return _scripted(requests, status, text)
+    arrays = [np.ascontiguousarray(row, dtype=np.float64), np.array(requests.scales)]
+    return _scripted(requests, P.ST_OK, "", arrays)
+
+
+def _scripted(
+    requests: Any, status: int, detail: str, arrays: list[npt.NDArray[Any]] | None = None
+) -> P.Frame:
+    text = json.dumps(
+        {"detail": detail[:4096], "other": requests.other[:64], "unknown": requests.unknown[:64]}
+    )
+    return P.Frame(P.OP_SCRIPTED, status, arrays=arrays or [], text=text)
+
+
+HANDLERS: dict[int, Handler] = {
+    P.OP_LOAD: _op_load,
+    P.OP_CALL: _op_call,
+    P.OP_SCRIPTED: _op_scripted,
+}
 """The dispatch table: op code → handler.  A handler returns the reply frame (any
 number of float64 arrays; a nonzero status for a failure the parent turns into a
 finding) and may :func:`send` ``progress`` frames while it works."""
