@@ -47,8 +47,10 @@ from scipy import stats
 from dpref.audit.events import (
     ConjunctionEvent,
     LikelihoodRatioEvent,
+    ProjectionEvent,
     Scored,
     best_llr_threshold,
+    best_projections,
     compute_features,
     feature_pairs,
     greedy_conjunctions,
@@ -634,6 +636,9 @@ def _select_events(
                 features[kx], features[kx2], fpairs, split.z, gen
             ):
                 candidates.append(_Candidate(k, numerator_is_x, bb))
+            # learned projections (fitted and thresholded on this selection split only)
+            for numerator_is_x, pr in best_projections(Y1, Y2, split.z, split.n_test):
+                candidates.append(_Candidate(k, numerator_is_x, pr))
         if plan is not None:
             x = np.asarray(p.x)
             x2 = np.asarray(p.x_prime)
@@ -660,8 +665,10 @@ def _choose_pair(
     top = max(lead or candidates, key=lambda c: c.scored.score)
     pair_idx = top.pair
     family: list[_Candidate] = []
-    for kind in ((ConjunctionEvent,) if families.use_bb else ()) + (
-        (LikelihoodRatioEvent,) if families.plan is not None else ()
+    # One black-box slot: the better-scored of the conjunction and the projection (K unchanged).
+    black_box: tuple[type, ...] = (ConjunctionEvent, ProjectionEvent)
+    for kind in ((black_box,) if families.use_bb else ()) + (
+        ((LikelihoodRatioEvent,),) if families.plan is not None else ()
     ):
         mine = [c for c in candidates if c.pair == pair_idx and isinstance(c.scored.event, kind)]
         if mine:
