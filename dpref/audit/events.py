@@ -3,7 +3,7 @@
 An *event* is a measurable set of outputs ``E ⊆ ℝ^T``; for any event and any
 neighbouring streams ``x, x′`` an ε-DP mechanism satisfies
 ``P[M(x) ∈ E] ≤ e^ε P[M(x′) ∈ E]``, so every event whose two probabilities are
-bounded from samples gives a lower bound on ε.  Two families are searched:
+bounded from samples gives a lower bound on ε.  Three families are searched:
 
 * **black-box**: conjunctions of half-lines ``f ≥ a`` / ``f < a`` on *features*
   ``f`` of the output — the coordinates ``y_t`` and differences ``y_t − y_s``
@@ -13,6 +13,10 @@ bounded from samples gives a lower bound on ε.  Two families are searched:
   selection split, each step adding the half-line that most improves a projected
   lower bound (StatDP searches single half-lines only; DP-Sniper trains a
   classifier);
+* **projections** (black-box, :func:`best_projections`): half-lines ``s(y) ≥ τ`` of a
+  statistic fitted on the selection split — mean-difference and Fisher directions
+  and the independent-Laplace score — for a loss spread thinly over many outputs
+  (Simple I), which no short conjunction sees;
 * **plan-aware** (when a linear plan is known, docs/spec.md §0): the log-likelihood ratio of
   the node noise, thresholded.  The noisy nodes are recovered as ``v = R⁺ y`` (exact
   when R restricted to its used nodes is invertible, as for every counting

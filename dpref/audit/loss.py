@@ -10,8 +10,9 @@ For neighbouring streams ``x, x′`` (equal except at one step) and any event E,
 2. draws a *selection* split of outputs on every stream and, for every pair and
    both orientations, chooses candidate events (:mod:`dpref.audit.events`):
    greedy conjunctions of half-lines on output coordinates and their differences,
-   and, when a linear plan is known (a built-in target, or ``reference=``), the
-   plan-aware likelihood-ratio event;
+   or half-lines of learned projections of the outputs (the better-scored fills
+   the one black-box slot), and, when a linear plan is known (a built-in target,
+   or ``reference=``), the plan-aware likelihood-ratio event;
 3. keeps the pair whose best candidate promises the largest bound and draws a
    fresh *test* split on it (no double dipping);
 4. bounds ``ln p₁/p₂`` for each of its K candidate events with one-sided
