@@ -10,8 +10,9 @@ For neighbouring streams ``x, x′`` (equal except at one step) and any event E,
 2. draws a *selection* split of outputs on every stream and, for every pair and
    both orientations, chooses candidate events (:mod:`dpref.audit.events`):
    greedy conjunctions of half-lines on output coordinates and their differences,
-   and, when a linear plan is known (a built-in target, or ``reference=``), the
-   plan-aware likelihood-ratio event;
+   or half-lines of learned projections of the outputs (the better-scored fills
+   the one black-box slot), and, when a linear plan is known (a built-in target,
+   or ``reference=``), the plan-aware likelihood-ratio event;
 3. keeps the pair whose best candidate promises the largest bound and draws a
    fresh *test* split on it (no double dipping);
 4. bounds ``ln p₁/p₂`` for each of its K candidate events with one-sided
@@ -47,8 +48,10 @@ from scipy import stats
 from dpref.audit.events import (
     ConjunctionEvent,
     LikelihoodRatioEvent,
+    ProjectionEvent,
     Scored,
     best_llr_threshold,
+    best_projections,
     compute_features,
     feature_pairs,
     greedy_conjunctions,
@@ -731,6 +734,9 @@ def _select_events(
                 features[kx], features[kx2], fpairs, split.z, gen
             ):
                 candidates.append(_Candidate(k, numerator_is_x, bb))
+            # learned projections (fitted and thresholded on this selection split only)
+            for numerator_is_x, pr in best_projections(Y1, Y2, split.z, split.n_test):
+                candidates.append(_Candidate(k, numerator_is_x, pr))
         if plan is not None:
             x = np.asarray(p.x)
             x2 = np.asarray(p.x_prime)
@@ -757,8 +763,10 @@ def _choose_pair(
     top = max(lead or candidates, key=lambda c: c.scored.score)
     pair_idx = top.pair
     family: list[_Candidate] = []
-    for kind in ((ConjunctionEvent,) if families.use_bb else ()) + (
-        (LikelihoodRatioEvent,) if families.plan is not None else ()
+    # One black-box slot: the better-scored of the conjunction and the projection (K unchanged).
+    black_box: tuple[type, ...] = (ConjunctionEvent, ProjectionEvent)
+    for kind in ((black_box,) if families.use_bb else ()) + (
+        ((LikelihoodRatioEvent,),) if families.plan is not None else ()
     ):
         mine = [c for c in candidates if c.pair == pair_idx and isinstance(c.scored.event, kind)]
         if mine:
