@@ -276,3 +276,41 @@ def test_exact_audit_never_imports_a_spec_in_dpref(tmp_path: Path) -> None:
     assert not hasattr(builtins, "DPREF_TARGET_IMPORTED")
     # prefix sums with fresh Lap(1) per output: item 1 moves all 4 outputs, ε = 4 exactly
     assert report.verdict == "violation" and report.epsilon == 4
+
+
+def test_a_killed_dpref_takes_its_worker_with_it(tmp_path: Path) -> None:
+    """dpref killed mid-audit (SIGKILL: no clean-up) must not leave the target running."""
+    import signal
+    import time
+
+    pidfile = tmp_path / "worker.pid"
+    mod = tmp_path / "spins.py"
+    mod.write_text(
+        "import os, time\n"
+        f"def f(x, rng):\n    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "    while True:\n        time.sleep(0.01)\n"
+    )
+    argv = [sys.executable, "-m", "dpref", "audit", f"{mod}:f", "--horizon", "4"]
+    argv += ["--epsilon", "1", "--samples", "2000", "--timeout", "30", "--json"]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    worker = int(pidfile.read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
+        status = (
+            Path(f"/proc/{worker}/status").read_text() if Path(f"/proc/{worker}").exists() else ""
+        )
+        if "State:\tZ" in status:
+            break
+        time.sleep(0.05)
+    alive = Path(f"/proc/{worker}/status")
+    try:
+        assert not alive.exists() or "State:\tZ" in alive.read_text()
+    finally:  # a failure must not leave the spinning target behind
+        if alive.exists():
+            os.kill(worker, signal.SIGKILL)

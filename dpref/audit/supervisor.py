@@ -164,7 +164,7 @@ class Worker:
         root = str(Path(dpref.__file__).resolve().parent.parent)  # the same dpref as ours
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         return subprocess.Popen(
-            [sys.executable, "-m", "dpref.audit.worker", str(req_r), str(rep_w)],
+            [sys.executable, "-m", "dpref.audit.worker", str(req_r), str(rep_w), str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=diag_w,
             stderr=diag_w,
@@ -180,12 +180,13 @@ class Worker:
                 stream.flush()
             except Exception:
                 pass
+        parent = os.getpid()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
             pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
             try:
-                run_forked(fn, req_r, rep_w, diag_w)
+                run_forked(fn, req_r, rep_w, diag_w, parent)
             finally:
                 os._exit(70)
         return pid

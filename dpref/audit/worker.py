@@ -519,9 +519,28 @@ def _own_std_streams() -> None:
         setattr(sys, name, io.TextIOWrapper(raw, line_buffering=True, errors="backslashreplace"))
 
 
-def run_forked(fn: Any, rfd: int, wfd: int, diag: int) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Have Linux SIGKILL this worker when dpref's process dies (``PR_SET_PDEATHSIG``):
+    a dpref that is killed cannot end its workers, and a target stuck in a loop would
+    otherwise run on as an orphan.  (The signal follows the *thread* that started the
+    worker: a worker started from a thread that then exits is ended too — a ``killed``
+    finding, never a silent pass.)  Elsewhere this does nothing."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError, TypeError):
+        return
+    if os.getppid() != parent:  # dpref died before the request took effect
+        os._exit(0)
+
+
+def run_forked(fn: Any, rfd: int, wfd: int, diag: int, parent: int) -> None:
     """The body of a forked worker (never returns): redirect, close the rest, serve."""
     try:
+        _die_with_parent(parent)
         os.setsid()
         os.dup2(diag, 1)
         os.dup2(diag, 2)
@@ -539,9 +558,11 @@ def run_forked(fn: Any, rfd: int, wfd: int, diag: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m dpref.audit.worker REQ_FD REP_FD`` (started by dpref, not by hand)."""
+    """``python -m dpref.audit.worker REQ_FD REP_FD PARENT_PID`` (started by dpref)."""
     args = sys.argv[1:] if argv is None else argv
     rfd, wfd = int(args[0]), int(args[1])
+    if len(args) > 2:
+        _die_with_parent(int(args[2]))
     os.set_inheritable(rfd, False)
     os.set_inheritable(wfd, False)
     try:
