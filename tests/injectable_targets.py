@@ -1,4 +1,4 @@
-"""Noise-injectable planted-bug targets for ``dpref audit --exact`` (docs/auditing.md §6).
+"""Noise-injectable planted-bug targets for ``dpref audit --exact`` (docs/auditing.md §9).
 
 Each function is written as a third party would, independently of dpref's code:
 ``f(stream, rng)`` drawing its noise with ``rng.laplace`` (numpy's Generator API), or

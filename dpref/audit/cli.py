@@ -265,7 +265,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--exact",
         action="store_true",
-        help="script the target's Laplace draws and compute its loss exactly (docs/auditing.md §6)",
+        help="script the target's Laplace draws and compute its loss exactly (docs/auditing.md §9)",
     )
     _add_foreign(p, "audit")
     p.set_defaults(func=run_audit)

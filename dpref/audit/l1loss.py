@@ -7,7 +7,7 @@ exact); otherwise it solves the linear programme with HiGHS and certifies the op
 rationals — an exactly feasible v for the upper bound, a dual vector u rescaled so that
 ``‖Mᵀu‖_∞ ≤ 1`` holds exactly for the lower bound (weak duality).  Every number is the
 exact rational value of a float (``Fraction(float)``); :func:`stated_epsilon` gives the
-readable small-denominator rational beside it.  See docs/auditing.md §6.
+readable small-denominator rational beside it.  See docs/auditing.md §9.
 """
 
 from __future__ import annotations

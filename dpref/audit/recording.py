@@ -1,4 +1,4 @@
-"""Noise-injectable targets: a recording generator and a noise callback (docs/auditing.md §6).
+"""Noise-injectable targets: a recording generator and a noise callback (docs/auditing.md §9).
 
 A *noise-injectable* target takes its randomness from an object dpref hands it.  Two
 protocols are supported:

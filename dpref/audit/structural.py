@@ -26,7 +26,7 @@ means the change is not covered by noise (infinite loss).  ``ε = max_i ε_i``.
 Every number in the certificate is the exact rational value of the floats the target
 computed (``Fraction(float)``).  For readability the report also states ε as the
 nearest rational with denominator ≤ 1000 when that is within 10⁻¹² (relative) of the
-exact value (the claimed ε is preferred when it qualifies); see docs/auditing.md §6.
+exact value (the claimed ε is preferred when it qualifies); see docs/auditing.md §9.
 """
 
 from __future__ import annotations
@@ -506,8 +506,14 @@ class StructuralReport:
         }
 
     def summary(self) -> str:
-        """A human-readable report."""
+        """A human-readable report: the verdict and its reason first, as every audit report."""
+        headline = {
+            "violation": "VIOLATION: the target is not ε-DP (its exact loss exceeds the claim)",
+            "inconclusive": "INCONCLUSIVE",
+        }.get(self.verdict, "no violation found")
         lines = [
+            f"verdict     {headline} ({self.seconds:.2f} s)",
+            f"reason      {self.reason}",
             f"target      {self.target} (noise protocol: {self.protocol})",
             f"horizon     T={self.horizon}, domain {self.domain}, Δ = {self.sensitivity}",
         ]
@@ -559,19 +565,18 @@ class StructuralReport:
             )
         lines += [f"note        {n}" for n in self.notes]
         lines += [f"finding     {f}" for f in self.findings]
-        lines.append(f"verdict     {self.verdict}: {self.reason} ({self.seconds:.2f} s)")
         return "\n".join(lines)
 
 
 _VERDICT_TEXT = {
-    "violation": "VIOLATION: the loss exceeds the claimed ε",
+    "violation": "violation: the exact loss exceeds the claimed ε",
     "holds-exactly": "holds exactly: the loss equals the claimed ε",
     "holds-within-rounding": "holds up to float rounding: the loss exceeds the claimed ε by at "
     "most 1e-12 relative, from the target's own float scales",
     "over-noised": "holds, over-noised: the loss is below the claimed ε",
     "no-claim": "no ε claimed",
     "undetermined": "undetermined: the upper bound exceeds the claimed ε (not a refutation)",
-    "unavailable": "UNAVAILABLE: the exact loss could not be computed (see findings)",
+    "unavailable": "unavailable: the exact loss could not be computed (see findings)",
 }
 
 
