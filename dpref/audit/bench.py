@@ -42,7 +42,7 @@ def audit_bench(quick: bool = False) -> list[Row]:
         sampling,
         _overhead_row(T, x, gen, 50_000 if quick else 200_000),
         _batched_row(T, x, gen, 200_000 if quick else 1_000_000),
-        _whole_audit_row(T, rate, 100_000 if quick else 500_000),
+        _whole_audit_row(T, rate, 100_000 if quick else 200_000),
     ]
 
 
