@@ -11,8 +11,9 @@ The names load on first use (PEP 562): sympy takes ~0.4 s to import, and
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dpref.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from proofs.core import FAILED, PROVEN, SYMBOLIC, ClaimResult, SymbolicOps
@@ -38,15 +39,4 @@ _HOME.update(
     )
 )
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _HOME)

@@ -15,8 +15,9 @@ which ``import dpref`` and ``dpref --help`` should not pay for.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dpref.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dpref.audit.exact import ExactLoss, exact_loss
@@ -63,15 +64,4 @@ _HOME = {
     "mechanism_target": "structural",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _HOME)

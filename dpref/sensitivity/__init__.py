@@ -67,8 +67,9 @@ use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dpref.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dpref.sensitivity.api import (
@@ -110,16 +111,4 @@ _HOME: dict[str, str] = {
 }
 """The submodule defining each name importable from the package."""
 
-
-def __getattr__(name: str) -> Any:
-    """Load ``name`` from its submodule on first use (PEP 562), then cache it here."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOME})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _HOME)
