@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -45,6 +45,17 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from dpref.audit.audit_report import (
+    EXIT_CODES,
+    INCONCLUSIVE,
+    NO_VIOLATION,
+    VERDICTS,
+    VIOLATION,
+    AuditReport,
+    EventResult,
+    NeighbourPair,
+    _num,
+)
 from dpref.audit.events import (
     ConjunctionEvent,
     LikelihoodRatioEvent,
@@ -59,10 +70,10 @@ from dpref.audit.events import (
     recovery_matrix,
     used_nodes,
 )
-from dpref.audit.exact import EXACT_MAX_HORIZON, ExactLoss, exact_loss
+from dpref.audit.exact import EXACT_MAX_HORIZON, exact_loss
 from dpref.audit.progress import Progress
 from dpref.audit.stats import cp_lower, cp_upper
-from dpref.audit.targets import Finding, Target, TargetFailure, as_target, seeded
+from dpref.audit.targets import Target, TargetFailure, as_target, seeded
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -92,54 +103,6 @@ _MAX_SELECTION = 50_000
 _TEST_CHUNK = 1 << 16
 _PLAN_MAX_HORIZON = 1024
 """Largest T for the plan-aware event (its recovery matrix is dense, T × T)."""
-
-VIOLATION = "violation"
-"""Verdict: a violation was proven (audit: ε_lb > claimed ε; conform: a check failed)."""
-NO_VIOLATION = "no-violation-found"
-"""Verdict: everything that was meant to run ran, and nothing was proven wrong."""
-INCONCLUSIVE = "inconclusive"
-"""Verdict: the target prevented part of the run (crash, time-out, bad output) and
-nothing was proven wrong with what could run: neither a pass nor a failure."""
-VERDICTS = (VIOLATION, NO_VIOLATION, INCONCLUSIVE)
-EXIT_CODES = {NO_VIOLATION: 0, VIOLATION: 1, INCONCLUSIVE: 3}
-"""Exit code of ``dpref audit`` / ``dpref conform`` per verdict (2 is bad input)."""
-
-
-@dataclass(frozen=True)
-class NeighbourPair:
-    """Two streams that differ in exactly one item."""
-
-    x: tuple[float, ...]
-    """The first stream."""
-    x_prime: tuple[float, ...]
-    """Its neighbour."""
-    description: str
-    """How it was built, in words."""
-
-    @property
-    def position(self) -> int:
-        """The (1-indexed) step where they differ."""
-        for i, (a, b) in enumerate(zip(self.x, self.x_prime, strict=True)):
-            if a != b:
-                return i + 1
-        return 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-friendly dict."""
-        return {
-            "x": _compact(self.x),
-            "x_prime": _compact(self.x_prime),
-            "position": self.position,
-            "description": self.description,
-        }
-
-
-def _compact(v: Sequence[float]) -> list[float | int]:
-    return [int(a) if float(a).is_integer() else float(a) for a in v]
-
-
-def _num(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
 def _random_stream(T: int, domain: Domain, rng: np.random.Generator) -> FloatArray:
@@ -217,230 +180,6 @@ def _check_pairs(pairs: Any, horizon: int, domain: Domain) -> list[NeighbourPair
             )
         )
     return out
-
-
-@dataclass(frozen=True)
-class EventResult:
-    """One event evaluated on the test split."""
-
-    kind: str
-    """``black-box`` or ``plan-aware``."""
-    description: str
-    """The event in words."""
-    numerator: str
-    """Which stream is in the numerator (``x`` or ``x′``)."""
-    count_numerator: int
-    """Test samples of the numerator stream in the event."""
-    count_denominator: int
-    """Test samples of the denominator stream in the event."""
-    samples: int
-    """Test samples per side."""
-    p_numerator_low: float
-    """Clopper–Pearson lower bound on the numerator probability."""
-    p_denominator_high: float
-    """Clopper–Pearson upper bound on the denominator probability."""
-    epsilon_lower_bound: float
-    """``ln(p_low / p_high)`` (``-inf`` when the numerator count is 0)."""
-    epsilon_estimate: float
-    """The plug-in ``ln(p̂₁/p̂₂)`` (``inf`` when the denominator count is 0)."""
-    selection_score: float
-    """The projected bound that got it chosen."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-friendly dict."""
-        return {
-            "kind": self.kind,
-            "description": self.description,
-            "numerator": self.numerator,
-            "count_numerator": self.count_numerator,
-            "count_denominator": self.count_denominator,
-            "samples": self.samples,
-            "p_numerator_low": self.p_numerator_low,
-            "p_denominator_high": self.p_denominator_high,
-            "epsilon_lower_bound": _json_float(self.epsilon_lower_bound),
-            "epsilon_estimate": _json_float(self.epsilon_estimate),
-            "selection_score": _json_float(self.selection_score),
-        }
-
-
-def _json_float(v: float) -> float | str:
-    return v if math.isfinite(v) else ("inf" if v > 0 else "-inf")
-
-
-@dataclass
-class AuditReport:
-    """The outcome of :func:`audit`."""
-
-    target: str
-    """The target's name."""
-    claimed_epsilon: Fraction
-    """The ε the target claims."""
-    horizon: int
-    """T."""
-    confidence: float
-    """The confidence of the bound."""
-    epsilon_lower_bound: float | None
-    """The largest bound over the test events (None: no pair could be sampled)."""
-    violation: bool
-    """``ε_lb > claimed ε``: a violation proven at this confidence."""
-    neighbours: NeighbourPair | None
-    """The pair the bound is for."""
-    event: str
-    """The best event in words (with its orientation)."""
-    events: list[EventResult]
-    """Every event evaluated on the test split (the Bonferroni family)."""
-    samples: int
-    """Samples per side of the reported pair (selection + test)."""
-    selection_samples: int
-    """Selection samples per stream."""
-    test_samples: int
-    """Fresh test samples per side."""
-    pairs_screened: int
-    """Neighbouring pairs screened on the selection split."""
-    seconds: float
-    """Wall time."""
-    findings: list[Finding] = field(default_factory=list)
-    """Crashes, bad outputs and time-outs of the target."""
-    exact: ExactLoss | None = None
-    """The exact loss (built-in mechanisms, T ≤ 8)."""
-    seed: Any = None
-    """The seed used."""
-    streams_failed: int = 0
-    """Distinct streams of the screened pairs the target could not be sampled on."""
-    streams_total: int = 0
-    """Distinct streams of the screened pairs."""
-
-    @property
-    def verdict(self) -> str:
-        """``violation`` (proven, whatever else happened), else ``inconclusive`` when the
-        target kept a pair from being sampled or no event could be tested, else
-        ``no-violation-found``."""
-        if self.violation:
-            return VIOLATION
-        if self.epsilon_lower_bound is None or self.streams_failed:
-            return INCONCLUSIVE
-        return NO_VIOLATION
-
-    @property
-    def reason(self) -> str:
-        """Why the verdict is what it is: what was established and what was not."""
-        lb, claimed = self.epsilon_lower_bound, self.claimed_epsilon
-        failed = (
-            f"the target failed on {self.streams_failed} of {self.streams_total} streams "
-            f"({self._blocking()})"
-            if self.streams_failed
-            else ""
-        )
-        if self.violation:
-            assert lb is not None
-            text = (
-                f"ε ≥ {lb:.4f} > claimed ε = {claimed} with confidence {self.confidence:g}: "
-                "the target is not ε-DP"
-            )
-            return text + (f"; also, {failed}" if failed else "")
-        if lb is None:
-            if failed:
-                return f"{failed}: no neighbouring pair could be sampled and tested; nothing proven"
-            return "no event could be built on the outputs (see findings); nothing proven"
-        within = (
-            f"ε ≥ {lb:.4f} does not exceed the claimed ε = {claimed} "
-            f"(confidence {self.confidence:g})"
-        )
-        if failed:
-            return f"{failed}: the pairs on those streams were not audited; on the others {within}"
-        notes = "; ".join(sorted({f.kind for f in self.findings}))
-        return f"{within}; an audit can refute a claim, never prove it" + (
-            f" (findings that did not stop sampling: {notes})" if notes else ""
-        )
-
-    def _blocking(self) -> str:
-        return "; ".join(str(f) for f in self.findings[:1]) or "no output"
-
-    @property
-    def exit_code(self) -> int:
-        """0 no violation found, 1 violation, 3 inconclusive."""
-        return EXIT_CODES[self.verdict]
-
-    @property
-    def ok(self) -> bool:
-        """No violation found (not inconclusive) and no findings."""
-        return self.verdict == NO_VIOLATION and not self.findings
-
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON report."""
-        lb = self.epsilon_lower_bound
-        return {
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "target": self.target,
-            "claimed_epsilon": str(self.claimed_epsilon),
-            "claimed_epsilon_float": float(self.claimed_epsilon),
-            "horizon": self.horizon,
-            "epsilon_lower_bound": None if lb is None else _json_float(lb),
-            "confidence": self.confidence,
-            "violation": self.violation,
-            "neighbours": None if self.neighbours is None else self.neighbours.as_dict(),
-            "event": self.event,
-            "events": [e.as_dict() for e in self.events],
-            "samples": self.samples,
-            "selection_samples": self.selection_samples,
-            "test_samples": self.test_samples,
-            "pairs_screened": self.pairs_screened,
-            "seconds": round(self.seconds, 3),
-            "findings": [f.as_dict() for f in self.findings],
-            "exact": None if self.exact is None else self.exact.as_dict(),
-            "seed": self.seed,
-            "streams_failed": self.streams_failed,
-            "streams_total": self.streams_total,
-        }
-
-    def summary(self) -> str:
-        """A human-readable report; the first line is the verdict."""
-        label = {
-            VIOLATION: "VIOLATION: the target is not ε-DP (proven at this confidence)",
-            NO_VIOLATION: "no violation found",
-            INCONCLUSIVE: "INCONCLUSIVE: the target could not be audited in full",
-        }[self.verdict]
-        lines = [
-            f"verdict     {label}",
-            f"reason      {self.reason}",
-            f"target      {self.target}",
-            f"horizon     T={self.horizon}",
-        ]
-        lines.append(f"claimed     ε = {self.claimed_epsilon} ({float(self.claimed_epsilon):.6g})")
-        if self.epsilon_lower_bound is None:
-            lines.append("lower bound none (no neighbouring pair could be sampled)")
-        else:
-            lb = self.epsilon_lower_bound
-            ratio = lb / float(self.claimed_epsilon) if math.isfinite(lb) else lb
-            lines.append(
-                f"lower bound ε ≥ {lb:.4f} with confidence {self.confidence:g} "
-                f"({ratio:.3f} × claimed)"
-            )
-        if self.exact is not None:
-            e = self.exact
-            val = "∞" if e.epsilon is None else f"{e.epsilon} = {float(e.epsilon):.6g}"
-            lines.append(f"exact loss  {val} ({e.scope}, {e.pairs_checked} pairs enumerated)")
-        if self.neighbours is not None:
-            n = self.neighbours
-            lines.append(f"neighbours  {n.description}")
-            lines.append(f"            x  = {_compact(n.x)}")
-            lines.append(f"            x′ = {_compact(n.x_prime)}")
-            lines.append(f"event       {self.event}")
-        for ev in self.events:
-            lines.append(
-                f"  {ev.kind:<10} ε ≥ {ev.epsilon_lower_bound:.4f} (plug-in "
-                f"{ev.epsilon_estimate:.4f}; {ev.count_numerator} vs {ev.count_denominator} "
-                f"of {ev.samples})"
-            )
-        lines.append(
-            f"samples     {self.samples:,} per side ({self.selection_samples:,} selection + "
-            f"{self.test_samples:,} test); {self.pairs_screened} pairs screened; "
-            f"{self.seconds:.2f} s"
-        )
-        for f in self.findings:
-            lines.append(f"FINDING     {f}")
-        return "\n".join(lines)
 
 
 def _stream_key(x: Sequence[float]) -> bytes:
