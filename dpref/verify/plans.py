@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpref.mechanisms import MECHANISMS, Mechanism
+from dpref.mechanisms import MECHANISMS, Example, Mechanism
 from dpref.verify import VerifyOptions, VerifyRow
 
 __all__ = ["agreement_suite", "plan_suite"]
@@ -26,20 +26,22 @@ LARGE_T = 512
 
 
 def _instances(name: str, horizon: int, epsilon: Fraction) -> list[Mechanism]:
-    """The parameterisations checked at one horizon: the mechanism's examples."""
-    count = len(MECHANISMS[name].examples) if horizon <= LARGE_T else 1
-    return [_example(name, k, epsilon, horizon) for k in range(count)]
-
-
-@functools.lru_cache(maxsize=256)
-def _example(name: str, index: int, epsilon: Fraction, horizon: int) -> Mechanism:
-    """Example ``index`` of mechanism ``name`` at T (built once per distinct parameters)."""
+    """The parameterisations checked at one horizon: the mechanism's examples (built
+    once when they do not depend on T)."""
     cls = MECHANISMS[name]
-    example = cls.examples[index]
-    kwargs = example.kwargs(cls, horizon)
-    if "horizon" in kwargs or any(callable(v) for v in example.params.values()):
-        return example.build(cls, epsilon, horizon)
-    return _unbounded(name, index, epsilon)
+    chosen = cls.examples if horizon <= LARGE_T else cls.examples[:1]
+    return [
+        ex.build(cls, epsilon, horizon)
+        if _depends_on_horizon(cls, ex)
+        else _unbounded(name, k, epsilon)
+        for k, ex in enumerate(chosen)
+    ]
+
+
+def _depends_on_horizon(cls: type[Mechanism], example: Example) -> bool:
+    """Built with ``horizon=T``, or with a parameter that is a function of T."""
+    bounded = "horizon" in example.kwargs(cls, 1)
+    return bounded or any(callable(v) for v in example.params.values())
 
 
 @functools.lru_cache(maxsize=64)
@@ -57,7 +59,7 @@ def _horizons(opts: VerifyOptions, rng: np.random.Generator) -> list[int]:
 
 
 def plan_suite(opts: VerifyOptions) -> list[VerifyRow]:
-    """Exact plan checks for every counting mechanism and horizon."""
+    """Exact plan checks for every registered mechanism, example and horizon."""
     rows = []
     eps = Fraction(7, 10)
     for name in opts.mechanisms or tuple(MECHANISMS):
