@@ -129,16 +129,24 @@ def read_stream(source: str) -> np.ndarray[Any, np.dtype[np.float64]]:
     if source != "-" and source.endswith(".npy"):
         try:
             raw = np.load(source, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ParameterError(f"input={fmt(source)}: cannot read .npy ({exc})") from None
+        except (OSError, ValueError, EOFError) as exc:
+            # EOFError: an empty file; ValueError: a bad or oversized header (numpy's
+            # message spans several lines, so only its first line is kept)
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ParameterError(f"input={fmt(source)}: cannot read .npy ({why})") from None
         if not isinstance(raw, np.ndarray) or raw.dtype.kind not in "biuf":
             kind = raw.dtype if isinstance(raw, np.ndarray) else type(raw).__name__
             raise ParameterError(f"input={fmt(source)}: .npy must hold real numbers, got {kind}")
         return np.asarray(raw, dtype=np.float64)
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text()
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise ParameterError(f"input={fmt(source)}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ParameterError(
+            f"input={fmt(source)}: not UTF-8 text (byte {exc.start}); "
+            "give one number per line, or a .npy file"
+        ) from None
     values = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
