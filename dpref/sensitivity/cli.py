@@ -13,6 +13,7 @@ import csv
 import json
 import math
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from dpref.errors import DprefError, ParameterError
@@ -44,10 +45,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def _parse_number(text: str, where: str) -> Fraction:
+    shown = text if len(text) <= 40 else text[:37] + "..."
     try:
-        return Fraction(text.strip())
+        value = Fraction(text.strip())
+        float(value)  # the sensitivity is a float: 1e400 is exact but has none
     except (ValueError, ZeroDivisionError):
-        raise ParameterError(f"{where}={text!r}: not a number") from None
+        raise ParameterError(f"{where}={shown!r}: not a number") from None
+    except OverflowError:
+        raise ParameterError(f"{where}={shown!r}: too large for a float") from None
+    return value
 
 
 def _load_values(args: argparse.Namespace) -> list[Fraction]:
@@ -63,6 +69,10 @@ def _load_values(args: argparse.Namespace) -> list[Fraction]:
             rows = list(csv.DictReader(fh))
     except OSError as exc:
         raise ParameterError(f"--csv={args.csv!r}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"--csv={args.csv!r}: not UTF-8 text (byte {exc.start})") from None
+    except csv.Error as exc:  # e.g. a field over csv.field_size_limit() characters
+        raise ParameterError(f"--csv={args.csv!r}: not a readable CSV file ({exc})") from None
     if not rows or args.column not in rows[0]:
         raise ParameterError(f"--column={args.column!r}: not a column of {args.csv!r}")
     return [
@@ -71,7 +81,9 @@ def _load_values(args: argparse.Namespace) -> list[Fraction]:
     ]
 
 
-def _plot(path: str, values: list[Fraction], args: argparse.Namespace) -> None:
+def _plot_backend(path: str) -> Any:
+    """matplotlib's pyplot, once ``path`` is known to be writable in a supported format:
+    checked before anything is computed or drawn."""
     try:
         import matplotlib
 
@@ -81,6 +93,24 @@ def _plot(path: str, values: list[Fraction], args: argparse.Namespace) -> None:
         raise DprefError(
             "--plot needs matplotlib; install it with: pip install 'dpref[plot]'"
         ) from None
+    target = Path(path)
+    ext = target.suffix[1:].lower()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if ext not in formats:
+        raise ParameterError(
+            f"--plot={path!r}: unknown image format {ext or '(no extension)'!r}; "
+            f"use one of {', '.join(sorted(formats))}"
+        )
+    parent = target.parent
+    if not parent.is_dir():
+        raise ParameterError(f"--plot={path!r}: directory {str(parent)!r} does not exist")
+    return plt
+
+
+def _plot(path: str, values: list[Fraction], args: argparse.Namespace) -> None:
+    plt = _plot_backend(path)
     ks = list(range(1, args.size + 1))
     fig, ax = plt.subplots(figsize=(9, 5))
     for q in NOTEBOOK_QUERIES:
@@ -106,12 +136,18 @@ def _plot(path: str, values: list[Fraction], args: argparse.Namespace) -> None:
     ax.set_title(f"{args.model} sensitivity, {args.universe_kind} universe, n={args.size}")
     ax.legend(ncol=5, fontsize="small")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        fig.savefig(path)
+    except OSError as exc:
+        raise ParameterError(f"--plot={path!r}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        plt.close(fig)
 
 
 def run(args: argparse.Namespace) -> int:
     """Compute, print (text or JSON) and optionally plot; return the exit code."""
+    if args.plot:
+        _plot_backend(args.plot)  # a bad --plot fails before the computation
     values = _load_values(args)
     value = global_sensitivity(
         values,
