@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import resources
@@ -38,6 +39,7 @@ __all__ = [
     "golden_cases",
     "golden_vectors",
     "load_shipped",
+    "loads_golden",
 ]
 
 FORMAT = "dpref-golden/2"
@@ -45,6 +47,10 @@ FORMAT = "dpref-golden/2"
 drew all vectors from one stream, so adding a case shifted every later vector)."""
 GRID_BITS = 10
 """Node noise is rounded to multiples of 2^-GRID_BITS."""
+
+MAX_HORIZON = 256
+"""The largest horizon :func:`check_golden` accepts (the shipped vectors have T <= 16): a
+golden file is untrusted input, and checking a vector builds exact T x T matrices."""
 
 EPSILON = Fraction(1, 2)
 SEED = 20261122
@@ -158,6 +164,29 @@ def load_shipped() -> dict[str, Any]:
     return doc
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number in golden vectors")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} overflows a float")
+    return value
+
+
+def loads_golden(text: str) -> Any:
+    """Parse a golden-vector file strictly: standard JSON only (no ``NaN``, ``Infinity``,
+    nor numbers such as ``1e400`` that overflow a float), and nesting Python can parse.
+    Raises :class:`~dpref.errors.ParameterError`; :func:`check_golden` checks the rest."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ParameterError("golden vectors: JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, the two above, int digits over the limit
+        raise ParameterError(f"golden vectors: not valid JSON ({exc})") from None
+
+
 def check_golden(doc: dict[str, Any]) -> list[str]:
     """Recompute every vector with dpref; return the list of mismatches (empty: all match)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -179,6 +208,7 @@ def check_golden(doc: dict[str, Any]) -> list[str]:
             AttributeError,
             IndexError,
             ZeroDivisionError,
+            OverflowError,
         ) as exc:
             # an untrusted file: a malformed vector is bad input, not a crash
             raise ParameterError(
@@ -187,9 +217,27 @@ def check_golden(doc: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _check_size(vec: dict[str, Any]) -> None:
+    """Refuse, before anything is computed, a horizon that is not a small int."""
+    if not isinstance(vec, dict) or not isinstance(vec.get("parameters"), dict):
+        raise ParameterError("golden vector: must be an object with a 'parameters' object")
+    for where, T in (
+        ("horizon", vec.get("horizon")),
+        ("parameters.horizon", vec["parameters"].get("horizon", 1)),
+    ):
+        if isinstance(T, bool) or not isinstance(T, int):
+            raise ParameterError(f"{where}={fmt(T)}: must be an int")
+        if not 1 <= T <= MAX_HORIZON:
+            raise ParameterError(f"{where}={T}: golden vectors have 1 <= T <= {MAX_HORIZON}")
+    stream = vec.get("stream")
+    if not isinstance(stream, list) or len(stream) != vec["horizon"]:
+        raise ParameterError(f"stream: must be a list of horizon={vec['horizon']} items")
+
+
 def _check_vector(vec: dict[str, Any]) -> list[str]:
     """The mismatches of one golden vector."""
     problems: list[str] = []
+    _check_size(vec)
     label = f"{vec['mechanism']}{vec['parameters']} T={vec['horizon']}"
     m = build_mechanism(vec["mechanism"], epsilon=Fraction(vec["epsilon"]), **vec["parameters"])
     T = int(vec["horizon"])

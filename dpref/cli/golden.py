@@ -49,15 +49,19 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from dpref.golden import check_golden, load_shipped
+    from dpref.golden import check_golden, load_shipped, loads_golden
 
     if args.file:
         try:
-            doc = json.loads(Path(args.file).read_text())
-        except (OSError, ValueError) as exc:
+            text = Path(args.file).read_text(encoding="utf-8")
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             raise ParameterError(
                 f"file={fmt(args.file)}: cannot read golden vectors ({exc})"
             ) from None
+        try:
+            doc = loads_golden(text)
+        except ParameterError as exc:
+            raise ParameterError(f"file={fmt(args.file)}: {exc}") from None
     else:
         doc = load_shipped()
     problems = check_golden(doc)
