@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
@@ -46,6 +47,32 @@ _FLAG_DEFAULTS = {"noise": "laplace", "domain": "bits", "neighbours": "replace"}
 """Shared flags whose default is filled in after checking whether they were given."""
 _AUDIT_DEFAULTS = {"samples": 200_000, "confidence": 0.99, "events": "auto"}
 """``dpref audit``'s sampling flags, filled in likewise (``--exact`` uses none of them)."""
+
+
+MAX_SAMPLES = 10**9
+"""Largest ``--samples`` (per side): the docs' tightest audits use 10^7."""
+MAX_RUNS = 10**6
+"""Largest ``--runs``: conform keeps every run's T outputs in memory (default 2000)."""
+MAX_TIMEOUT = 86_400.0
+"""Largest ``--timeout``, seconds (one day per call of the target)."""
+
+_RANGES: dict[str, tuple[float, float]] = {
+    "samples": (200, MAX_SAMPLES),
+    "runs": (20, MAX_RUNS),
+}
+
+
+def _check_ranges(args: argparse.Namespace) -> None:
+    """Bound the size options to their documented ranges before anything runs, so an
+    absurd value is an error naming its flag rather than a hang or an allocation failure
+    after the target has been called."""
+    for name, (lo, hi) in _RANGES.items():
+        value = getattr(args, name, None)
+        if value is not None and value > hi:  # below lo: the library says why
+            raise ParameterError(f"{_flag(name)}={value}: must be in [{lo:,}, {hi:,}]")
+    t = args.timeout
+    if not (math.isfinite(t) and 0 < t <= MAX_TIMEOUT):
+        raise ParameterError(f"--timeout={t:g}: must be > 0 and at most {MAX_TIMEOUT:,.0f} seconds")
 
 
 def _mechanism_named(args: argparse.Namespace, name: str) -> Mechanism:
@@ -219,7 +246,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=60.0,
-        help="longest a single call of the target may run, seconds (default 60)",
+        help="longest a single call of the target may run, seconds (default 60, at most 86400)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
@@ -235,7 +262,9 @@ def add_parser(subparsers: Any) -> None:
         "neighbouring streams of length T; --epsilon is the ε the target claims.",
     )
     _common(p)
-    p.add_argument("--samples", type=int, default=None, help="samples per side (default 200000)")
+    p.add_argument(
+        "--samples", type=int, default=None, help="samples per side (default 200000; 200 to 10^9)"
+    )
     p.add_argument(
         "--confidence", type=float, default=None, help="confidence of the bound (default 0.99)"
     )
@@ -290,7 +319,10 @@ def add_parser(subparsers: Any) -> None:
         help="the mechanism the target claims to be (default: reference-free checks only)",
     )
     p.add_argument(
-        "--runs", type=int, default=None, help="runs of the target (default 2000; with --reference)"
+        "--runs",
+        type=int,
+        default=None,
+        help="runs of the target (default 2000, 20 to 10^6; with --reference)",
     )
     p.add_argument(
         "--false-alarm",
@@ -305,6 +337,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
+    _check_ranges(args)
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)
         return run_exact_cli(args)
@@ -340,6 +373,7 @@ def run_conform(args: argparse.Namespace) -> int:
     """``dpref conform``."""
     from dpref.audit.conform import conform
 
+    _check_ranges(args)
     T = _need_horizon(args)
     _check_conform_options(args)
     target = _target(args)
