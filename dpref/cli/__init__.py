@@ -1,7 +1,12 @@
 """The ``dpref`` command.
 
 Every subcommand takes ``--json`` and then prints exactly one JSON object on stdout.
-Bad input prints one line on stderr and exits 2; a failed check exits 1.
+Bad input prints one line on stderr (``dpref: error: name=value: why``) and exits 2 —
+never a traceback; a failed check exits 1.  With ``--json`` among the arguments, bad
+input also prints its one JSON object on stdout: ``{"error": {"parameter": NAME,
+"message": TEXT}}`` (``parameter`` only when the message starts with ``NAME=``), so
+a ``--json`` consumer always reads exactly one object.  Only :class:`DprefError` and
+usage errors are bad input: any other exception is a bug and keeps its traceback.
 
 Subcommands are plugins: each subsystem declares a module with
 ``add_parser(subparsers)`` (the parser's ``func`` default runs the command) in the
@@ -14,11 +19,14 @@ top-level imports light: ``dpref --help`` loads every one of them.
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from collections.abc import Sequence
 
 from dpref.cli.common import (  # re-exported: these lived in dpref.cli before it was a package
     DprefParser,
+    UsageError,
     add_mechanism_args,
     mechanism_from_args,
     parse_domain,
@@ -52,19 +60,54 @@ def build_parser() -> DprefParser:
     return parser
 
 
+_PARAMETER = re.compile(r"(--?[A-Za-z][\w-]*|[A-Za-z_][\w.]*(?:\[\d+\])?)=")
+"""The parameter an error message names first (``epsilon=-1: ...``, ``--samples=...``)."""
+_ARGUMENT = re.compile(r"argument (--?[\w-]+|[\w]+)(?:/[\w-]+)?: ")
+"""The option an argparse usage error names (``argument --runs: invalid int value``)."""
+
+
+def error_object(message: str) -> dict[str, dict[str, str]]:
+    """The JSON object ``--json`` prints for bad input."""
+    err: dict[str, str] = {}
+    m = _PARAMETER.match(message) or _ARGUMENT.match(message)
+    if m:
+        err["parameter"] = m.group(1)
+    err["message"] = message
+    return {"error": err}
+
+
+def _bad_input(message: str, as_json: bool) -> int:
+    """Report bad input: one line on stderr, with ``--json`` one object on stdout; 2."""
+    sys.stderr.write(f"dpref: error: {message}\n")
+    if as_json:
+        sys.stdout.write(json.dumps(error_object(message)) + "\n")
+    return 2
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """``--json`` among the options (before a ``--``), read without parsing them."""
+    args = list(argv)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpref`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(argv)
     try:
         parser = build_parser()
     except DprefError as exc:  # not installed: no subcommands registered
-        sys.stderr.write(f"dpref: error: {exc}\n")
+        return _bad_input(str(exc), as_json)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:  # already on stderr
+        if as_json:
+            sys.stdout.write(json.dumps(error_object(exc.message)) + "\n")
         return 2
-    args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
     except DprefError as exc:
-        sys.stderr.write(f"dpref: error: {exc}\n")
-        return 2
+        return _bad_input(str(exc), bool(getattr(args, "json", False)))
     except KeyboardInterrupt:
         sys.stderr.write("dpref: interrupted\n")
         return 130

@@ -18,6 +18,7 @@ from dpref.validation import fmt
 
 __all__ = [
     "DprefParser",
+    "UsageError",
     "add_mechanism_args",
     "cell",
     "mechanism_from_args",
@@ -27,12 +28,23 @@ __all__ = [
 ]
 
 
+class UsageError(SystemExit):
+    """A command-line usage error (already printed on stderr); exit code 2.
+
+    A :class:`SystemExit`, as argparse's own, with the ``message`` kept so that
+    :func:`dpref.cli.main` can repeat it as a JSON error object under ``--json``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class DprefParser(argparse.ArgumentParser):
     """argparse, but usage errors are one line on stderr and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"dpref: error: {message}\n")
-        raise SystemExit(2)
+        raise UsageError(message)
 
 
 _Parser = DprefParser  # the name earlier versions exported
