@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
@@ -53,12 +54,15 @@ MAX_SAMPLES = 10**9
 """Largest ``--samples`` (per side): the docs' tightest audits use 10^7."""
 MAX_RUNS = 10**6
 """Largest ``--runs``: conform keeps every run's T outputs in memory (default 2000)."""
+MAX_HORIZON = 10**5
+"""Largest ``--horizon`` (the docs audit T <= 64): every run and sample is T floats."""
 MAX_TIMEOUT = 86_400.0
 """Largest ``--timeout``, seconds (one day per call of the target)."""
 
 _RANGES: dict[str, tuple[float, float]] = {
     "samples": (200, MAX_SAMPLES),
     "runs": (20, MAX_RUNS),
+    "horizon": (1, MAX_HORIZON),
 }
 
 
@@ -70,6 +74,13 @@ def _check_ranges(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value is not None and value > hi:  # below lo: the library says why
             raise ParameterError(f"{_flag(name)}={value}: must be in [{lo:,}, {hi:,}]")
+    if args.epsilon is not None:
+        try:
+            float(Fraction(str(args.epsilon)))
+        except OverflowError:  # the audit's bound and its report are floats
+            raise ParameterError(f"--epsilon={args.epsilon}: too large for a float") from None
+        except (ValueError, ZeroDivisionError):
+            pass  # not a number: the mechanism or the audit says why, naming epsilon
     t = args.timeout
     if not (math.isfinite(t) and 0 < t <= MAX_TIMEOUT):
         raise ParameterError(f"--timeout={t:g}: must be > 0 and at most {MAX_TIMEOUT:,.0f} seconds")
