@@ -40,7 +40,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--model", choices=("unbounded", "bounded"), default="unbounded")
     p.add_argument("--universe-kind", choices=("dataset", "range"), default="dataset")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", help="write sensitivity against Hamming distance to FILE.png")
+    p.add_argument(
+        "--plot",
+        help="write sensitivity against Hamming distance to FILE.png (any matplotlib "
+        "format; --size <= 200)",
+    )
     p.set_defaults(func=run)
 
 
@@ -144,9 +148,18 @@ def _plot(path: str, values: list[Fraction], args: argparse.Namespace) -> None:
         plt.close(fig)
 
 
+MAX_PLOT_SIZE = 200
+"""Largest ``--size`` with ``--plot``: one point per Hamming distance 1..n, per query."""
+
+
 def run(args: argparse.Namespace) -> int:
     """Compute, print (text or JSON) and optionally plot; return the exit code."""
     if args.plot:
+        if args.size > MAX_PLOT_SIZE:
+            raise ParameterError(
+                f"--size={args.size}: --plot draws every Hamming distance 1..size; "
+                f"use --size <= {MAX_PLOT_SIZE} with --plot"
+            )
         _plot_backend(args.plot)  # a bad --plot fails before the computation
     values = _load_values(args)
     value = global_sensitivity(
