@@ -113,6 +113,11 @@ def test_plot_unknown_extension(tmp_path: Path, capsys: Any) -> None:
     assert not target.exists()
 
 
+def test_plot_size_bounded(tmp_path: Path, capsys: Any) -> None:
+    argv = ["sensitivity", "--universe", "1,2", "--universe-kind", "range", "--query", "sum"]
+    _bad([*argv, "--size", "100000", "--plot", str(tmp_path / "p.png")], capsys, "--size=")
+
+
 # --- golden files -----------------------------------------------------------------------
 
 
@@ -170,6 +175,17 @@ def test_conform_runs_out_of_range_before_the_target_runs(capsys: Any) -> None:
     argv = ["conform", "binary", "--epsilon", "1", "--horizon", "4"]
     _bad([*argv, "--reference", "binary", "--runs", str(10**11)], capsys, "--runs=")
     _bad([*argv, "--reference", "binary", "--runs", "1e11"], capsys, "--runs")
+
+
+@pytest.mark.parametrize("command", ["audit", "conform"])
+def test_horizon_out_of_range(command: str, capsys: Any) -> None:
+    argv = [command, "binary", "--epsilon", "1", "--horizon", str(10**12)]
+    _bad(argv, capsys, "--horizon=")
+
+
+def test_audit_epsilon_overflowing_a_float(capsys: Any) -> None:
+    argv = ["audit", "binary", "--epsilon", "1e400", "--horizon", "4", "--samples", "200"]
+    _bad(argv, capsys, "--epsilon=1e400")
 
 
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "1e300"])
