@@ -13,7 +13,6 @@ For bits both give ``Δ = 1``.  Δ is an exact :class:`~fractions.Fraction`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -22,9 +21,16 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from dpref.errors import DomainError, ParameterError
+from dpref.errors import DomainError, DprefTypeError, ParameterError
 from dpref.sensitivity.items import stream_item_sensitivity
-from dpref.validation import check_fraction, check_real_vector, fmt
+from dpref.validation import (
+    check_choice,
+    check_flag,
+    check_fraction,
+    check_real_scalar,
+    check_real_vector,
+    fmt,
+)
 
 __all__ = ["Domain", "Neighbours", "bits", "bounded_integers", "bounded_reals"]
 
@@ -51,16 +57,16 @@ class Domain:
         upper = check_fraction("upper", self.upper)
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
+        object.__setattr__(self, "integer", check_flag("integer", self.integer))
+        check_choice("neighbours", self.neighbours, ("replace", "add_remove"))
+        if not isinstance(self.name, str):
+            raise DprefTypeError(f"name={fmt(self.name)}: must be a str")
         if lower >= upper:
             raise ParameterError(f"upper={fmt(self.upper)}: must be > lower={fmt(self.lower)}")
         if self.integer and (lower.denominator != 1 or upper.denominator != 1):
             raise ParameterError(
                 f"lower={fmt(self.lower)}, upper={fmt(self.upper)}: integer domains need "
                 "integer bounds"
-            )
-        if self.neighbours not in ("replace", "add_remove"):
-            raise ParameterError(
-                f"neighbours={fmt(self.neighbours)}: must be 'replace' or 'add_remove'"
             )
         if self.neighbours == "add_remove" and not lower <= 0 <= upper:
             raise ParameterError(
@@ -94,17 +100,19 @@ class Domain:
     def check_value(self, name: str, value: Any, step: int | None = None) -> float:
         """Validate one item (online counters) and return it as a float.
 
-        ``step``, when given, is named in the error (``x=2 at step t=5: …``).
+        ``step``, when given, is named in the error (``x=2 at step t=5: …``).  The item
+        is checked as :meth:`check_stream` checks each item of a stream (one checker,
+        :func:`~dpref.validation.check_real_scalar`): a complex number, a ``Decimal``
+        or a string is a :class:`~dpref.errors.DprefTypeError` on both paths.
         """
-        lo, hi = self._float_bounds
-        if not isinstance(value, str | bytes):
-            try:
-                x = float(value)
-            except (TypeError, ValueError, OverflowError):
-                x = math.nan
-            if lo <= x <= hi and (not self.integer or x.is_integer()):
-                return x
         where = "" if step is None else f" at step t={step}"
+        try:
+            x = check_real_scalar(name, value)
+        except (DprefTypeError, DomainError) as exc:
+            raise type(exc)(f"{exc}{where}") from None
+        lo, hi = self._float_bounds
+        if lo <= x <= hi and (not self.integer or x.is_integer()):
+            return x
         raise DomainError(f"{name}={fmt(value)}{where}: outside the domain {self.name}")
 
     def check_stream(

@@ -59,7 +59,7 @@ def make_rng(rng: object, name: str = "rng") -> np.random.Generator:
         return rng
     if rng is None:
         return np.random.default_rng()
-    if isinstance(rng, bool | np.bool_):
+    if isinstance(rng, bool | np.bool_ | np.timedelta64):  # numpy calls timedelta64 an integer
         raise DprefTypeError(f"{name}={fmt(rng)}: must be a numpy Generator, an int seed or None")
     if isinstance(rng, int | np.integer):
         if int(rng) < 0:

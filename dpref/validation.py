@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -18,17 +19,30 @@ import numpy.typing as npt
 from dpref.errors import DomainError, DprefTypeError, HorizonError, ParameterError
 
 __all__ = [
+    "MAX_NUMBER_STRING",
+    "MAX_STRING_EXPONENT",
     "ceil_float",
+    "check_choice",
     "check_epsilon",
+    "check_flag",
     "check_fraction",
     "check_int_range",
     "check_positive_int",
     "check_probability_open",
+    "check_real_scalar",
     "check_real_vector",
     "check_runs",
     "floor_float",
     "fmt",
+    "is_real_number",
 ]
+
+MAX_NUMBER_STRING = 1000
+"""Longest string :func:`check_fraction` parses (characters, after stripping blanks)."""
+MAX_STRING_EXPONENT = 4000
+"""Largest ``|exponent|`` :func:`check_fraction` accepts in a string such as ``"1e-5"``:
+``Fraction("1e-999999999")`` would build a 10⁹-digit integer and hang."""
+_EXPONENT = re.compile(r"[eE]\s*([+-]?[0-9_]+)\s*$")
 
 
 def fmt(value: Any) -> str:
@@ -46,23 +60,59 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool | np.bool_)
 
 
+def is_real_number(value: Any) -> bool:
+    """Whether ``value`` is one real number as dpref accepts it (bools included).
+
+    numpy registers ``timedelta64`` as an integer type; it, ``datetime64``, complex
+    numbers, strings, ``Decimal`` and other objects are not real numbers here.  The one
+    predicate behind the batch path (object arrays) and the online path (one item).
+    """
+    if isinstance(value, np.timedelta64 | np.datetime64 | str | bytes):
+        return False
+    return _is_bool(value) or isinstance(value, numbers.Real)
+
+
+def _parse_number_string(name: str, value: str) -> Fraction:
+    """``Fraction(value)`` with the length and exponent bounded first (no hang)."""
+    text = value.strip()
+    if len(text) > MAX_NUMBER_STRING:
+        raise ParameterError(
+            f"{name}={fmt(value)}: a number string may have at most {MAX_NUMBER_STRING} "
+            f"characters, got {len(text)}"
+        )
+    match = _EXPONENT.search(text)
+    if match is not None:
+        digits = match.group(1).replace("_", "").lstrip("+-").lstrip("0")
+        if len(digits) > len(str(MAX_STRING_EXPONENT)) or int(digits or "0") > MAX_STRING_EXPONENT:
+            raise ParameterError(
+                f"{name}={fmt(value)}: the exponent must lie in "
+                f"[-{MAX_STRING_EXPONENT}, {MAX_STRING_EXPONENT}]"
+            )
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError) as exc:
+        raise ParameterError(f"{name}={fmt(value)}: not a number ({exc})") from None
+
+
 def check_fraction(name: str, value: Any) -> Fraction:
     """Convert an exact-able real number to :class:`Fraction`.
 
     Accepts ints, Fractions, finite floats (converted exactly, so ``0.1`` becomes
-    the binary fraction nearest 0.1) and strings such as ``"1/3"`` or ``"0.5"``.
+    the binary fraction nearest 0.1) and strings such as ``"1/3"`` or ``"0.5"`` of at
+    most :data:`MAX_NUMBER_STRING` characters whose exponent (``"1e-5"``) lies within
+    ±:data:`MAX_STRING_EXPONENT`.  Rejects bools, complex numbers, ``timedelta64``,
+    ``datetime64`` and other non-real objects (:class:`~dpref.errors.DprefTypeError`).
     """
     if _is_bool(value):
         raise DprefTypeError(f"{name}={fmt(value)}: must be a real number, not a bool")
     if isinstance(value, Fraction):
         return value
+    if isinstance(value, str):
+        return _parse_number_string(name, value)
+    if not is_real_number(value):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a real number")
     if isinstance(value, numbers.Integral):
         return Fraction(int(value))
-    if isinstance(value, str):
-        try:
-            return Fraction(value.strip())
-        except (ValueError, ZeroDivisionError) as exc:
-            raise ParameterError(f"{name}={fmt(value)}: not a number ({exc})") from None
     if isinstance(value, numbers.Real):
         as_float = float(value)
         if not math.isfinite(as_float):
@@ -85,14 +135,51 @@ def check_positive_int(name: str, value: Any) -> int:
 
 
 def check_int_range(name: str, value: Any, low: int | None, high: int | None) -> int:
-    """An integer in ``[low, high]`` (either bound may be ``None``); bools rejected."""
-    if _is_bool(value) or not isinstance(value, numbers.Integral):
+    """An integer in ``[low, high]`` (either bound may be ``None``); bools, floats,
+    strings and ``timedelta64`` rejected."""
+    if (
+        _is_bool(value)
+        or not isinstance(value, numbers.Integral)
+        or isinstance(value, np.timedelta64)
+    ):
         raise DprefTypeError(f"{name}={fmt(value)}: must be an int")
     out = int(value)
     if low is not None and out < low:
         raise ParameterError(f"{name}={fmt(value)}: must be >= {low}")
     if high is not None and out > high:
         raise ParameterError(f"{name}={fmt(value)}: must be <= {high}")
+    return out
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """One of the strings ``choices`` (a type check first, so arrays fail cleanly)."""
+    if not isinstance(value, str):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a str, one of {choices}")
+    if value not in choices:
+        raise ParameterError(f"{name}={fmt(value)}: must be one of {choices}")
+    return value
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """A bool (Python or numpy), returned as ``bool``; ``"no"``, 0 and None are rejected."""
+    if not _is_bool(value):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a bool")
+    return bool(value)
+
+
+def check_real_scalar(name: str, value: Any) -> float:
+    """One real number as a float, accepted exactly when :func:`check_real_vector`
+    would accept it as an item (the online twin of the batch check)."""
+    if not is_real_number(value):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a real number")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise DomainError(f"{name}={fmt(value)}: too large for a float") from None
+    except (ValueError, TypeError) as exc:
+        raise DprefTypeError(f"{name}={fmt(value)}: not convertible to float ({exc})") from None
+    if not math.isfinite(out):
+        raise DomainError(f"{name}={fmt(value)}: values must be finite")
     return out
 
 
@@ -127,7 +214,7 @@ def check_real_vector(
         raise DprefTypeError(f"{name}: must be 1-D, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
         if arr.dtype.kind == "O" and arr.size > 0:
-            ok = all(isinstance(v, numbers.Real) and not isinstance(v, str) for v in arr)
+            ok = all(is_real_number(v) for v in arr)
             if not ok:
                 raise DprefTypeError(f"{name}={fmt(value)}: must contain only real numbers")
         elif arr.size > 0 or arr.dtype.kind not in "O":
@@ -136,7 +223,9 @@ def check_real_vector(
             )
     try:
         out = np.asarray(arr, dtype=np.float64)
-    except (ValueError, TypeError, OverflowError) as exc:
+    except OverflowError:
+        raise DomainError(f"{name}={fmt(value)}: an item is too large for a float") from None
+    except (ValueError, TypeError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not convertible to float ({exc})") from None
     if out.size == 0 and not allow_empty:
         raise ParameterError(f"{name}: must not be empty")

@@ -40,7 +40,9 @@ from dpref.noise import (
 from dpref.plan import ExactSparse, LinearPlan, TargetRows
 from dpref.validation import (
     ceil_float,
+    check_choice,
     check_epsilon,
+    check_int_range,
     check_positive_int,
     check_real_vector,
     check_runs,
@@ -49,7 +51,12 @@ from dpref.validation import (
 
 __all__ = [
     "EXACT",
+    "MAX_EPSILON",
+    "MAX_HORIZON",
+    "MAX_STEPS",
+    "MAX_UNIT_SCALE",
     "MECHANISMS",
+    "MIN_UNIT_SCALE",
     "BudgetTerm",
     "ExactOps",
     "Example",
@@ -93,6 +100,18 @@ EXACT = ExactOps()
 
 MAX_UNIT_SCALE = Fraction(2**900)
 """Largest ``Δ/ε`` accepted: node scales (a factor times Δ/ε) must stay finite floats."""
+MIN_UNIT_SCALE = Fraction(1, 2**400)
+"""Smallest ``Δ/ε`` accepted: a variance ``2b²`` of a node scale b stays a normal float
+(at ``Δ/ε ≈ 10⁻¹⁵⁵`` it would underflow to 0)."""
+MAX_EPSILON = Fraction(2**400)
+"""Largest ε accepted (whatever Δ): the exact plan checks convert ε and ``Δ/b`` to floats."""
+MAX_HORIZON = 2**62
+"""Largest horizon T a mechanism accepts: times and node indices are int64, and a node
+scale T·Δ/ε stays below ``2^962``, a finite float.  Online counters step up to it."""
+MAX_STEPS = 2**31
+"""Largest T of the paths that build one value per step (``release``, ``release_many``,
+``plan``, ``variance``, ``variance_exact``, ``nodes``, ``node_noise``): they need Θ(T) memory
+and time (a float64 array of 2^31 steps is 16 GiB; scipy indexes sparse matrices in int32)."""
 
 
 @dataclass(frozen=True)
@@ -306,14 +325,13 @@ class Mechanism(ABC):
                 raise ParameterError(f"horizon=None: {type(self).__name__} needs a horizon T")
             self.horizon: int | None = None
         else:
-            self.horizon = check_positive_int("horizon", horizon)
+            self.horizon = check_int_range("horizon", horizon, 1, MAX_HORIZON)
         if domain is None:
             domain = bits()
         if not isinstance(domain, Domain):
             raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
         self.domain: Domain = domain
-        if noise not in ("laplace", "discrete"):
-            raise ParameterError(f"noise={fmt(noise)}: must be 'laplace' or 'discrete'")
+        check_choice("noise", noise, ("laplace", "discrete"))
         if noise == "discrete" and not domain.integer:
             raise ParameterError(
                 f"noise='discrete' needs an integer domain, got domain={domain.name}"
@@ -326,6 +344,11 @@ class Mechanism(ABC):
             raise ParameterError(
                 f"epsilon={fmt(epsilon)}: too small for domain={domain.name}, the noise "
                 "scale Δ/ε exceeds 2^900 and would overflow a float"
+            )
+        if self.epsilon > MAX_EPSILON or self.sensitivity / self.epsilon < MIN_UNIT_SCALE:
+            raise ParameterError(
+                f"epsilon={fmt(epsilon)}: too large for domain={domain.name}, need ε <= 2^400 "
+                "and Δ/ε >= 2^-400, else the noise variance underflows to 0"
             )
 
     # ------------------------------------------------------------ declarations
@@ -412,17 +435,26 @@ class Mechanism(ABC):
 
     # --------------------------------------------------------------- helpers
     def _horizon_for(self, horizon: int | None, name: str = "horizon") -> int:
+        """T for a path that builds one value per step (plan, variance, node noise):
+        the given or own horizon, at most the mechanism's and at most :data:`MAX_STEPS`."""
         if horizon is None:
             if self.horizon is None:
                 raise ParameterError(f"{name}=None: give T for an unbounded mechanism")
-            return self.horizon
-        t = check_positive_int(name, horizon)
-        if self.horizon is not None and t > self.horizon:
-            raise HorizonError(f"{name}={t}: exceeds the mechanism's horizon={self.horizon}")
+            t = self.horizon
+        else:
+            t = check_positive_int(name, horizon)
+            if self.horizon is not None and t > self.horizon:
+                raise HorizonError(f"{name}={t}: exceeds the mechanism's horizon={self.horizon}")
+        if t > MAX_STEPS:
+            raise HorizonError(
+                f"{name}={fmt(t)}: above MAX_STEPS=2^31; this path builds one value per step "
+                "(Θ(T) memory and time); online() steps through longer streams"
+            )
         return t
 
     def _stream(self, stream: Any) -> FloatArray:
-        return self.domain.check_stream("stream", stream, horizon=self.horizon)
+        limit = MAX_STEPS if self.horizon is None else min(self.horizon, MAX_STEPS)
+        return self.domain.check_stream("stream", stream, horizon=limit)
 
     def plan(self, horizon: int | None = None) -> LinearPlan:
         """The explicit linear plan at T = ``horizon`` (default: the mechanism's T)."""
@@ -604,8 +636,17 @@ class OnlineCounter(ABC):
         """Consume item ``x_t`` and return the estimate at t."""
 
     def run(self, stream: Any) -> FloatArray:
-        """Feed a whole stream, returning every estimate."""
+        """Feed a whole stream, returning every estimate.
+
+        The whole stream is validated first, its length against the steps left before
+        the horizon included, so an error draws no noise.
+        """
         arr = self.mechanism.domain.check_stream("stream", stream)
+        horizon = self.mechanism.horizon
+        if horizon is not None and self.t + arr.size > horizon:
+            raise HorizonError(
+                f"stream: length {arr.size} after {self.t} steps goes past the horizon={horizon}"
+            )
         return np.array([self.step(v) for v in arr.tolist()], dtype=np.float64)
 
 
