@@ -117,7 +117,8 @@ def test_import_error_is_still_bad_input(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "dpref", "audit", f"{mod}:f", "--horizon", "4"]
     argv += ["--epsilon", "1", "--json"]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=60)
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 2 and done.stdout.count("\n") == 1  # --json: one error object
+    assert "ImportError: nope" in json.loads(done.stdout)["error"]["message"]
     assert "importing it raised ImportError: nope" in done.stderr
 
 
