@@ -79,7 +79,9 @@ class Decay:
         if self.kind == "window":
             return Fraction(min(d, int(p)))
         if self.kind == "exponential":
-            return (1 - p**d) / (1 - p)
+            if d * max(p.numerator.bit_length(), p.denominator.bit_length()) <= _EXACT_POWER_BITS:
+                return (1 - p**d) / (1 - p)
+            return Fraction(floor_float((1 - _power_upper_fixed(p, d)) / (1 - p)))
         if p.denominator == 1 and d <= 10_000:
             return sum((Fraction(1, k ** int(p)) for k in range(1, d + 1)), Fraction(0))
         ctx = mp_context(40)
@@ -97,6 +99,26 @@ class Decay:
             "exponential": f"G(D) = (1 − α^D)/(1 − α), α = {self.parameter}",
             "polynomial": f"G(D) = H_c(D) = Σ_{{k≤D}} k^(−c), c = {self.parameter}",
         }[self.kind]
+
+
+_EXACT_POWER_BITS = 1 << 16
+"""Exponential ``G(D)`` is exact while ``α^D`` has at most this many bits; beyond, a
+rational lower bound (``α^D`` bounded above in 128-bit fixed point, O(log D) steps)."""
+_FIX = 128
+
+
+def _power_upper_fixed(alpha: Fraction, d: int) -> Fraction:
+    """A rational upper bound on ``α^d`` (0 < α < 1): square-and-multiply in 128-bit fixed
+    point, every product rounded up, so the cost is O(log d) whatever α and d."""
+    one = 1 << _FIX
+    base = -((-alpha.numerator * one) // alpha.denominator)  # ≥ α·2^F
+    acc = one
+    while d:
+        if d & 1:
+            acc = -((-acc * base) // one)
+        base = -((-base * base) // one)
+        d >>= 1
+    return Fraction(acc, one)
 
 
 def window_decay(window: Any) -> Decay:
@@ -160,7 +182,9 @@ def packing_distance(epsilon: Any, q: Any) -> int:
     """``D* = max{D ≥ 0 : e^{εD} < 2q} = ⌈ln(2q)/ε⌉ − 1``, exactly."""
     eps = check_epsilon("epsilon", epsilon)
     n = check_positive_int("q", q)
-    ctx = mp_context(50)
+    # ln(2q)/ε has about log₁₀(1/ε) + log₁₀ln(2q) integer digits: 40 fractional digits on top
+    digits = max(0, eps.denominator.bit_length() - eps.numerator.bit_length()) * 31 // 100
+    ctx = mp_context(50 + digits + len(str(n.bit_length())))
     x = ctx.log(2 * n) / (ctx.mpf(eps.numerator) / eps.denominator)
     near = ctx.nint(x)
     if abs(x - near) < ctx.mpf(10) ** -40:  # pragma: no cover - impossible (Lindemann)

@@ -34,11 +34,16 @@ from dpref.errors import ParameterError
 from dpref.validation import check_fraction, check_probability_open, fmt
 
 __all__ = [
+    "check_alpha",
+    "check_beta",
+    "check_c",
+    "check_delta",
     "exponential_sensitivity_bounds",
     "exponential_sensitivity_partial",
     "mp_context",
     "mpf_fraction",
     "polynomial_breakpoint",
+    "polynomial_next_break",
     "polynomial_series_upper",
     "power_upper",
     "zeta_bounds",
@@ -53,6 +58,82 @@ relative; a few thousand of them accumulate well under 1e−50, so a 1e−40 mar
 covers the floating-point error of the evaluation with room to spare."""
 _ZETA_TERMS = 4096
 """Terms summed explicitly before the tail bound in :func:`zeta_bounds`."""
+
+# ------------------------------------------------------------ parameter ranges
+# Every decayed-sum parameter has a range in which the work of its constants is
+# bounded independently of how close it is to the boundary (docs/decayed.md,
+# "Parameter ranges").  Beyond it: ParameterError, before any work or noise.
+ALPHA_MAX = 1 - Fraction(1, 2**64)
+"""Largest ExponentialSum α: the 128-bit fixed point of S(α) needs 1 − α ≫ 2^−128
+(α > 1 − 2^−128 squares to 1 forever), and S(α) ≤ 66 here."""
+DELTA_MIN = 1 + Fraction(1, 2**32)
+"""Smallest AllWindowSum δ: ζ(δ) ≈ 1/(δ−1) is evaluated from a 60-digit δ, whose
+rounding is then far below the 1e−40 margin."""
+DELTA_MAX = Fraction(128)
+"""Largest AllWindowSum δ: ζ(δ)k^δ stays a float for every level k ≤ 64 (64^128 = 2^768)."""
+C_MAX = Fraction(16)
+"""Largest PolynomialSum c."""
+BETA_MIN = Fraction(1, 1024)
+"""Smallest PolynomialSum β (weights (1−β)^j stay short Fractions at small horizons)."""
+BETA_MAX = 1 - Fraction(1, 1024)
+"""Largest PolynomialSum β: the breakpoints summed by the series stay below 2^80."""
+
+
+def check_alpha(alpha: Any) -> Fraction:
+    """ExponentialSum's α in ``(0, 1 − 2^−64]``."""
+    a = check_probability_open("alpha", alpha)
+    if a > ALPHA_MAX:
+        raise ParameterError(
+            f"alpha={fmt(alpha)}: must be <= 1 - 2^-64 (S(alpha) is bounded in 128-bit fixed"
+            " point, which needs 1 - alpha well above 2^-128)"
+        )
+    return a
+
+
+def check_delta(delta: Any) -> Fraction:
+    """AllWindowSum's δ in ``[1 + 2^−32, 128]``."""
+    d = check_fraction("delta", delta)
+    if d <= 1:
+        raise ParameterError(f"delta={fmt(delta)}: must be > 1")
+    if d < DELTA_MIN:
+        raise ParameterError(
+            f"delta={fmt(delta)}: must be >= 1 + 2^-32 (zeta(delta) ~ 1/(delta - 1) is"
+            " evaluated at 60 digits)"
+        )
+    if d > DELTA_MAX:
+        raise ParameterError(
+            f"delta={fmt(delta)}: must be <= 128 (beyond it the level scale"
+            " zeta(delta)*k^delta is too large for a float at level 64)"
+        )
+    return d
+
+
+def check_c(c: Any) -> Fraction:
+    """PolynomialSum's c in ``(1, 16]``."""
+    v = check_fraction("c", c)
+    if v <= 1:
+        raise ParameterError(f"c={fmt(c)}: must be > 1")
+    if v > C_MAX:
+        raise ParameterError(
+            f"c={fmt(c)}: must be <= 16 (the number of instances grows like c*ln(t)/beta)"
+        )
+    return v
+
+
+def check_beta(beta: Any) -> Fraction:
+    """PolynomialSum's β in ``[2^−10, 1 − 2^−10]``."""
+    b = check_probability_open("beta", beta)
+    if b < BETA_MIN:
+        raise ParameterError(
+            f"beta={fmt(beta)}: must be >= 2^-10 (the number of instances grows like"
+            " c*ln(t)/beta and their weights (1-beta)^j like j bits)"
+        )
+    if b > BETA_MAX:
+        raise ParameterError(
+            f"beta={fmt(beta)}: must be <= 1 - 2^-10 (the breakpoints (1-beta)^(-j/c) the"
+            " series sums grow beyond 2^80)"
+        )
+    return b
 
 
 def mp_context(dps: int = _DPS) -> Any:
@@ -91,9 +172,7 @@ def zeta_bounds(delta: Fraction) -> tuple[Fraction, Fraction]:
     (see ``_MARGIN``), so the bracket holds despite the evaluation's rounding.  The
     upper bound exceeds ζ(δ) by about ``δ N^{−δ−1}/24``.
     """
-    d = check_fraction("delta", delta)
-    if d <= 1:
-        raise ParameterError(f"delta={fmt(delta)}: must be > 1")
+    d = check_delta(delta)
     ctx = mp_context()
     dm = _mp_rational(ctx, d)
     partial = ctx.fsum(ctx.power(k, -dm) for k in range(1, _ZETA_TERMS))
@@ -141,7 +220,7 @@ def exponential_sensitivity_bounds(alpha: Fraction) -> tuple[Fraction, Fraction]
     ``Σ_{k>K} α^{2^{k−1}−1} ≤ α^{2^K−1} / (1 − α^{2^K})``.  Both bounds are exact
     Fractions (no floating point anywhere).
     """
-    a = check_probability_open("alpha", alpha)
+    a = check_alpha(alpha)
     if a <= _TINY_ALPHA:
         # The fixed point below bottoms out at one unit (α^{2^k} < 2^{−128}) and its
         # stopping rule then never fires for α < 2^{−28}.  Exactly instead: the exponents
@@ -190,22 +269,70 @@ def polynomial_breakpoint(j: int, c: Fraction, beta: Fraction) -> int:
     n = int(ctx.floor(x))
     near = ctx.nint(x)
     if abs(x - near) <= x * ctx.mpf(10) ** -30:
-        n = _largest_fitting(int(near), j, c, r)
+        p, q = c.numerator, c.denominator
+        r_bits = max(r.numerator.bit_length(), r.denominator.bit_length())
+        if max(p * int(near).bit_length(), j * q * r_bits) <= _EXACT_BITS:
+            n = _largest_fitting(int(near), j, c, r)
+        else:  # the exact comparison is too large: decide at 300 digits, or refuse
+            hi = mp_context(300)
+            x = hi.power(_mp_rational(hi, r), hi.mpf(j) / _mp_rational(hi, c))
+            if abs(x - hi.nint(x)) <= x * hi.mpf(10) ** -250:
+                raise ParameterError(
+                    f"c={fmt(c)}, beta={fmt(beta)}: breakpoint b({j}) is within 1e-250 of a"
+                    " tie too large to decide exactly"
+                )
+            n = int(hi.floor(x))
     return n - 1
 
 
+_EXACT_BITS = 1 << 20
+"""Largest integers (in bits) :func:`polynomial_breakpoint` compares exactly."""
+
+
+def polynomial_next_break(b: int, j: int, c: Fraction, beta: Fraction) -> int:
+    """The smallest ``j' > j`` with ``b(j') > b``, given ``b(j) = b``.
+
+    ``b(j') ≥ b + 1`` iff ``(b+2)^c ≤ (1−β)^{−j'}``, i.e. ``j' ≥ c·ln(b+2)/ln(1/(1−β))``: a
+    60-digit estimate, corrected by the exact :func:`polynomial_breakpoint` (a few calls,
+    however many empty steps are skipped).
+    """
+    ctx = mp_context()
+    est = _mp_rational(ctx, c) * ctx.log(b + 2) / ctx.log(_mp_rational(ctx, 1 / (1 - beta)))
+    jn = max(int(ctx.ceil(est)), j + 1)
+    while jn - 1 > j and polynomial_breakpoint(jn - 1, c, beta) > b:
+        jn -= 1
+    while polynomial_breakpoint(jn, c, beta) <= b:
+        jn += 1
+    return jn
+
+
 def _largest_fitting(n: int, j: int, c: Fraction, r: Fraction) -> int:
-    """The largest m with ``m^c ≤ r^j``, searched from ``n``, in integers (``c = p/q``)."""
+    """The largest m with ``m^c ≤ r^j``, in integers (``c = p/q``): ``m^p ≤ ⌊r^{jq}⌋``.
+
+    ``n`` is the estimate; it is only a starting point (a 60-digit estimate of a number
+    above 10⁶⁰ can be off by far more than 1, so the search is Newton's, not ±1 steps).
+    """
     p, q = c.numerator, c.denominator
+    a = r.numerator ** (j * q) // r.denominator ** (j * q)
+    del n
+    return _iroot(a, p)
 
-    def fits(m: int) -> bool:  # m^p ≤ r^{jq}
-        return bool(m**p * r.denominator ** (j * q) <= r.numerator ** (j * q))
 
-    while not fits(n):
-        n -= 1
-    while fits(n + 1):
-        n += 1
-    return n
+def _iroot(a: int, p: int) -> int:
+    """The largest m ≥ 0 with ``m^p ≤ a`` (Newton from above: O(log bits) steps)."""
+    if a < 1:
+        return 0
+    x = 1 << -(-a.bit_length() // p)  # > a^{1/p}, since a < 2^{bits}
+    while True:
+        y = ((p - 1) * x + a // x ** (p - 1)) // p
+        if y >= x:
+            break
+        x = y
+    while x**p > a:
+        x -= 1
+    while (x + 1) ** p <= a:
+        x += 1
+    return x
 
 
 _SERIES_TERMS = 4096
@@ -232,8 +359,14 @@ def polynomial_series_upper(c: Fraction, beta: Fraction) -> Fraction:
     total = 0  # fixed point, rounded up
     p = one  # ≥ ρ^j · 2^F
     j = 0
+    bp, bj = -1, 0  # b(j − 1), b(j)
+    j_next = polynomial_next_break(bj, j, c, beta)  # b is constant on [j, j_next)
     while True:
-        bp, bj = polynomial_breakpoint(j - 1, c, beta), polynomial_breakpoint(j, c, beta)
+        if j > 0:
+            bp = bj
+            if j == j_next:
+                bj = polynomial_breakpoint(j, c, beta)
+                j_next = polynomial_next_break(bj, j, c, beta)
         if bj > bp:  # W_j = bj − bp items; log₂B_j = ⌈log₂W_j⌉ = (W_j − 1).bit_length()
             total += p * ((bj - bp - 1).bit_length() + 1)
         p_next = _ceil_div(p * num, den)

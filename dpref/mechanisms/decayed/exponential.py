@@ -17,7 +17,7 @@ import numpy.typing as npt
 from dpref.caching import BytesCache
 from dpref.domains import Domain
 from dpref.dyadic import popcount_groups, trailing_zeros
-from dpref.errors import ParameterError
+from dpref.errors import EnumerationBudgetError, ParameterError
 from dpref.lower_bounds import (
     Decay,
     exponential_decay,
@@ -26,10 +26,20 @@ from dpref.mechanisms.base import EXACT, BudgetTerm, Example, NodeTable, OnlineC
 from dpref.mechanisms.decayed.common import _ONE, FloatArray, IntArray, _Decayed
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse, TargetRows
-from dpref.rigorous import exponential_sensitivity_bounds, exponential_sensitivity_partial
-from dpref.validation import ceil_float, check_probability_open
+from dpref.rigorous import (
+    check_alpha,
+    exponential_sensitivity_bounds,
+    exponential_sensitivity_partial,
+)
+from dpref.validation import ceil_float, fmt
 
-__all__ = ["ExponentialSum"]
+__all__ = ["EXACT_POWER_BITS", "ExponentialSum"]
+
+EXACT_POWER_BITS = 1 << 16
+"""Largest ``T·log₂(max(num, den))`` of α for an exact plan or ``variance_exact`` at T
+(``α = 9/10``: T ≤ 16384; α = 0.3 as a float: T ≤ 1213).  Beyond it
+:class:`~dpref.errors.EnumerationBudgetError`: the exact check's cost grows like
+``T²·bits`` (``ExponentialSum(0.9).plan(4096).check()`` took over a minute)."""
 
 IndexArray = npt.NDArray[np.intp]
 
@@ -82,7 +92,7 @@ class ExponentialSum(_Decayed):
         noise: NoiseKind = "laplace",
     ) -> None:
         super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
-        self.alpha: Fraction = check_probability_open("alpha", alpha)
+        self.alpha: Fraction = check_alpha(alpha)
         if self.noise == "discrete":
             raise ParameterError(
                 "noise='discrete': ExponentialSum nodes hold weighted (non-integer) sums"
@@ -147,7 +157,19 @@ class ExponentialSum(_Decayed):
         t = np.arange(1, horizon + 1, dtype=np.int64)
         return NodeTable(t - (t & -t) + 1, t, (self.scale(),), np.zeros(horizon, np.int64))
 
+    def _check_exact_work(self, horizon: int) -> None:
+        """The exact plan holds ``α^d`` for every ``d < T``: refuse it when ``α^{T}``
+        would exceed :data:`EXACT_POWER_BITS` bits (the check multiplies ~T² of them)."""
+        bits = horizon * max(self.alpha.numerator.bit_length(), self.alpha.denominator.bit_length())
+        if bits > EXACT_POWER_BITS:
+            raise EnumerationBudgetError(
+                f"horizon={horizon}: the exact plan of ExponentialSum(alpha={fmt(self.alpha)})"
+                f" needs alpha^{horizon - 1}, ~{bits} bits > {EXACT_POWER_BITS}; use a shorter"
+                " horizon or an alpha with a shorter fraction (release/variance are not limited)"
+            )
+
     def recombination(self, horizon: int) -> ExactSparse:
+        self._check_exact_work(horizon)
         t = np.arange(1, horizon + 1, dtype=np.int64)
         rows_l, cols_l, d_l = [], [], []
         for b in range(horizon.bit_length()):
@@ -176,6 +198,7 @@ class ExponentialSum(_Decayed):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``2λ² Σ_{bits b of t} α^{2(t mod 2^b)}`` exactly."""
         t_max = self._horizon_for(horizon)
+        self._check_exact_work(t_max)
         unit = 2 * self.scale() ** 2
         a2 = self.alpha**2
         powers: dict[int, Fraction] = {}

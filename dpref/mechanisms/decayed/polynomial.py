@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from dpref.domains import Domain
 from dpref.dyadic import aligned_covers, layout_nodes, layout_offsets, window_start0
-from dpref.errors import ParameterError
+from dpref.errors import EnumerationBudgetError, ParameterError
 from dpref.lower_bounds import (
     Decay,
     polynomial_decay,
@@ -29,7 +29,6 @@ from dpref.mechanisms.decayed.common import (
     _ONE,
     FloatArray,
     IntArray,
-    _check_greater_one,
     _Decayed,
     _levels_for_window,
     _WindowState,
@@ -37,10 +36,22 @@ from dpref.mechanisms.decayed.common import (
 from dpref.mechanisms.decayed.window import _cover_level_counts, _window_combine
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse, TargetRows
-from dpref.rigorous import polynomial_breakpoint, polynomial_series_upper
-from dpref.validation import ceil_float, check_probability_open
+from dpref.rigorous import (
+    check_beta,
+    check_c,
+    polynomial_breakpoint,
+    polynomial_next_break,
+    polynomial_series_upper,
+)
+from dpref.validation import ceil_float, fmt
 
-__all__ = ["PolynomialSum"]
+__all__ = ["NODE_BUDGET", "PolynomialSum"]
+
+NODE_BUDGET = 1 << 26
+"""Most nodes a PolynomialSum plan, release or combine builds (67 M: ~0.5 GB of noise;
+``dpref bench``'s largest, c = 11/10, β = 1/10 at T = 2¹⁸, has 50 M).  Beyond it
+:class:`~dpref.errors.EnumerationBudgetError`; ``online()`` and ``variance_at`` are not
+limited.  The count is ``node_count(T) ≈ T·(#instances)``, #instances ≈ ``c·ln T/β``."""
 
 IndexArray = npt.NDArray[np.signedinteger[Any]]
 
@@ -119,15 +130,15 @@ class PolynomialSum(_Decayed):
         noise: NoiseKind = "laplace",
     ) -> None:
         super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
-        self.c: Fraction = _check_greater_one("c", c)
-        self.beta: Fraction = check_probability_open("beta", beta)
+        self.c: Fraction = check_c(c)
+        self.beta: Fraction = check_beta(beta)
         if self.noise == "discrete":
             raise ParameterError(
                 "noise='discrete': PolynomialSum nodes hold weighted (non-integer) sums"
             )
         self.rho: Fraction = 1 - self.beta
         """``1 − β``."""
-        self._b: list[int] = [0]
+        self._b: dict[int, int] = {0: 0}
         self._instances: list[_Instance] = []
         self._next_j = 0
         self.series_upper: Fraction = polynomial_series_upper(self.c, self.beta)
@@ -145,16 +156,18 @@ class PolynomialSum(_Decayed):
         """``b(j)`` (cached)."""
         if j < 0:
             return -1
-        while len(self._b) <= j:
-            self._b.append(polynomial_breakpoint(len(self._b), self.c, self.beta))
+        if j not in self._b:
+            self._b[j] = polynomial_breakpoint(j, self.c, self.beta)
         return self._b[j]
 
-    def _grow(self) -> _Instance | None:
+    def _grow(self) -> _Instance:
+        """The next non-empty instance (empty steps of g' are skipped in O(1) calls)."""
         j = self._next_j
-        self._next_j += 1
         bp, bj = self.breakpoint(j - 1), self.breakpoint(j)
         if bj == bp:
-            return None
+            j = polynomial_next_break(bp, j - 1, self.c, self.beta)
+            bj = self.breakpoint(j)
+        self._next_j = j + 1
         inst = _Instance(j, bp, bj, self.rho)
         self._instances.append(inst)
         return inst
@@ -225,8 +238,20 @@ class PolynomialSum(_Decayed):
     # ------------------------------------------------------------------ plan
     def node_count(self, horizon: int) -> int:
         """``Σ_j Σ_{b ≤ log₂B_j} ⌊(T − d_j)/2^b⌋``: instance j's aligned nodes of size
-        ``2^b`` end at multiples of ``2^b`` up to ``T − d_j``."""
-        return sum((horizon - i.d) >> b for i in self.instances(horizon) for b in range(i.cap + 1))
+        ``2^b`` end at multiples of ``2^b`` up to ``T − d_j``.
+
+        Above :data:`NODE_BUDGET` it raises :class:`~dpref.errors.EnumerationBudgetError`
+        (so a release stops before drawing any noise)."""
+        n_nodes = sum(
+            (horizon - i.d) >> b for i in self.instances(horizon) for b in range(i.cap + 1)
+        )
+        if n_nodes > NODE_BUDGET:
+            raise EnumerationBudgetError(
+                f"horizon={horizon}: PolynomialSum(c={fmt(self.c)}, beta={fmt(self.beta)}) has"
+                f" {n_nodes} nodes > NODE_BUDGET = {NODE_BUDGET}; use online() (O(active"
+                " instances) a step), a shorter stream, or a larger beta / smaller c"
+            )
+        return n_nodes
 
     def noise_scales(self, horizon: int) -> FloatArray | float:
         """Every node has the one scale λ (no per-node array: 8 bytes a node)."""
@@ -247,8 +272,8 @@ class PolynomialSum(_Decayed):
         insts = self.instances(horizon)
         if not insts:
             return
+        n_nodes = self.node_count(horizon)  # raises beyond NODE_BUDGET
         levels = min(max(i.cap for i in insts), horizon.bit_length() - 1) + 1
-        n_nodes = self.node_count(horizon)
         dtype = np.int32 if n_nodes <= np.iinfo(np.int32).max else np.int64
         # nodes released at r of level b: one per instance with b ≤ min(tz(r − d_j), cap_j)
         count: IndexArray = np.zeros((horizon + 1, levels), dtype)

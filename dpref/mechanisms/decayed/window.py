@@ -32,7 +32,6 @@ from dpref.mechanisms.decayed.common import (
     _ONE,
     FloatArray,
     IntArray,
-    _check_greater_one,
     _check_window,
     _Decayed,
     _exact_rows,
@@ -42,7 +41,7 @@ from dpref.mechanisms.decayed.common import (
 )
 from dpref.noise import NoiseKind, make_rng
 from dpref.plan import ExactSparse, TargetRows
-from dpref.rigorous import power_upper, zeta_bounds
+from dpref.rigorous import check_delta, power_upper, zeta_bounds
 from dpref.validation import ceil_float, check_runs, fmt
 
 __all__ = ["AllWindowSum", "WindowSum"]
@@ -393,7 +392,7 @@ class AllWindowSum(_Decayed):
         noise: NoiseKind = "laplace",
     ) -> None:
         super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
-        self.delta: Fraction = _check_greater_one("delta", delta)
+        self.delta: Fraction = check_delta(delta)
         self.window: int | None = None if window is None else _check_window("window", window)
         self._zeta_up = zeta_bounds(self.delta)[1]
         self._scales: list[Fraction] = []
