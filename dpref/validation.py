@@ -27,6 +27,7 @@ __all__ = [
     "check_flag",
     "check_fraction",
     "check_int_range",
+    "check_int_vector",
     "check_positive_int",
     "check_probability_open",
     "check_real_scalar",
@@ -165,6 +166,34 @@ def check_flag(name: str, value: Any) -> bool:
     if not _is_bool(value):
         raise DprefTypeError(f"{name}={fmt(value)}: must be a bool")
     return bool(value)
+
+
+def check_int_vector(name: str, value: Any, low: int, high: int) -> npt.NDArray[np.int64]:
+    """A non-empty 1-D array of integers in ``[low, high]``, as int64.
+
+    Integer dtypes pass; an object array (Python ints) is checked item by item with
+    :func:`check_int_range`; floats (even ``2.0``), bools, ``timedelta64``,
+    ``datetime64``, strings and complex numbers are refused — ``1.9`` is never
+    truncated to 1.
+    """
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise DprefTypeError(f"{name}={fmt(value)}: not an array of integers ({exc})") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ParameterError(f"{name}={fmt(value)}: must be a non-empty 1-D array")
+    if arr.dtype.kind == "O":
+        items = [check_int_range(name, v, low, high) for v in arr.tolist()]
+        return np.array(items, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise DprefTypeError(f"{name}={fmt(value)}: must be integers, got dtype {arr.dtype}")
+    lo_v, hi_v = int(arr.min()), int(arr.max())
+    if lo_v < low or hi_v > high:
+        bad = lo_v if lo_v < low else hi_v
+        raise ParameterError(
+            f"{name}={fmt(value)}: every value must be in [{low}, {high}], got {bad}"
+        )
+    return arr.astype(np.int64)
 
 
 def check_real_scalar(name: str, value: Any) -> float:

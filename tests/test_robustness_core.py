@@ -220,3 +220,22 @@ def test_domain_integer_numpy_bool_is_normalised() -> None:
 def test_every_error_here_is_a_dpref_error() -> None:
     assert issubclass(DprefTypeError, DprefError)
     assert issubclass(HorizonError, ValueError)
+
+
+@pytest.mark.parametrize(
+    "bad", [[1.9], np.array([2.0]), [np.datetime64("2020-01-01")], [True], [0], [], [[1]], "3"]
+)
+def test_variance_at_refuses_what_is_not_times(bad: Any) -> None:
+    """``variance_at([1.9])`` used to truncate to t = 1 and accepted ``datetime64``."""
+    from dpref import WindowSum
+
+    with pytest.raises(DprefError, match="t="):
+        WindowSum(window=3, epsilon=1).variance_at(bad)
+
+
+def test_variance_at_accepts_integer_times() -> None:
+    from dpref import WindowSum
+
+    m = WindowSum(window=3, epsilon=1)
+    assert m.variance_at([1, 2, 3]).tolist() == m.variance_at(np.arange(1, 4)).tolist()
+    assert m.variance_at(np.array([3], dtype=np.uint8)).tolist() == m.variance(3)[2:].tolist()

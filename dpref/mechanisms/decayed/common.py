@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from dpref.dyadic import window_cover
 from dpref.errors import ParameterError
-from dpref.mechanisms.base import Mechanism
-from dpref.validation import check_fraction, check_int_range, fmt
+from dpref.mechanisms.base import MAX_HORIZON, Mechanism
+from dpref.validation import check_fraction, check_int_range, check_int_vector, fmt
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -126,10 +126,7 @@ class _Decayed(Mechanism):
 
     def variance_at(self, t: Any) -> FloatArray:
         """Float variance of the Laplace-noise estimate at the given times (any t ≥ 1)."""
-        ts = np.asarray(t, dtype=np.int64)
-        if ts.ndim != 1 or ts.size == 0 or int(ts.min()) < 1:
-            raise ParameterError(f"t={fmt(t)}: must be a non-empty 1-D array of times >= 1")
-        return self._variance_at(ts)
+        return self._variance_at(check_int_vector("t", t, 1, MAX_HORIZON))
 
     @abstractmethod
     def _variance_at(self, t: IntArray) -> FloatArray:
