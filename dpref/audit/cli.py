@@ -23,15 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.domains import Domain
-from dpref.errors import ParameterError
+from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.registry import MECHANISM_PARAMS, mechanism_names, parameter_flags
-from dpref.validation import fmt
+from dpref.validation import check_fraction, fmt
 
 if TYPE_CHECKING:
     from dpref.audit.targets import Target
@@ -76,10 +75,11 @@ def _check_ranges(args: argparse.Namespace) -> None:
             raise ParameterError(f"{_flag(name)}={value}: must be in [{lo:,}, {hi:,}]")
     if args.epsilon is not None:
         try:
-            float(Fraction(str(args.epsilon)))
+            # check_fraction bounds the string first: Fraction("1e999999999") hangs
+            float(check_fraction("epsilon", str(args.epsilon)))
         except OverflowError:  # the audit's bound and its report are floats
             raise ParameterError(f"--epsilon={args.epsilon}: too large for a float") from None
-        except (ValueError, ZeroDivisionError):
+        except DprefError:
             pass  # not a number: the mechanism or the audit says why, naming epsilon
     t = args.timeout
     if not (math.isfinite(t) and 0 < t <= MAX_TIMEOUT):
