@@ -1,0 +1,601 @@
+"""Fuzz harness: every public entry point against a catalogue of odd values.
+
+What is covered (all of it derived at run time, nothing listed by hand):
+
+* the constructor of every class in :data:`dpref.MECHANISMS`, fuzzing each keyword
+  (``epsilon``, ``horizon`` and each name in ``cls.parameters()``) while the others
+  come from ``cls.examples[0].kwargs(cls, 8)``; and on that example instance the
+  methods ``release(stream)``, ``release_many(stream, runs)``, ``variance(horizon)``,
+  ``plan(horizon)``, ``online().step(x)`` and ``target(stream)``;
+* every callable in ``dpref.__all__`` that is not a class (``bits``, ``lower_bound``,
+  ``bounded_integers``, ``bounded_reals``, ...) and
+  :func:`dpref.sensitivity.global_sensitivity`, fuzzing each parameter of its
+  signature while the others take a known-good value (:data:`FUNCTION_BASELINES`, else
+  the signature default, else ``1``);
+* the command line: every subcommand of ``dpref.cli.build_parser()`` (the plugins of
+  ``dpref.plugins.COMMANDS``) with an odd value in each of its numeric options
+  (``type=int``/``float``, ``--epsilon`` and the mechanism flags of
+  ``dpref.registry.parameter_flags()``, each given to the first mechanism taking it),
+  starting from a known-good command line (:data:`CLI_BASELINES`, else
+  ``SUBCOMMAND --json``).
+
+The property of an API call: it returns normally, or raises a
+:class:`dpref.errors.DprefError` whose message names the parameter (``NAME=`` or
+``NAME[i]=``), and a ``numpy.random.Generator`` given as ``rng`` is untouched when it
+raises; no other exception, no hang, no memory blow-up.  The property of a command
+line: exit 0, or exit 2 with exactly one stderr line (and, under ``--json``, one JSON
+object on stdout); never a traceback.
+
+How it runs: one subprocess per entry point (a mechanism class, a function, a
+subcommand) runs its whole batch of calls and prints the failures as JSON; inside,
+each call has a SIGALRM budget (:data:`CALL_SECONDS`) and the address space is capped
+(:data:`MEMORY_BYTES`); the parent's ``subprocess.run(timeout=...)`` is the outer bound.
+Deterministic: no randomness in the catalogue, so the false-failure rate is nil.
+The ``slow`` profile (``pytest -m slow``) adds values and fuzzes every mechanism flag
+in ``audit``/``conform`` too.
+
+To add an entry: nothing — a new mechanism, a new public function or a new subcommand
+is picked up from the registry, ``dpref.__all__`` or the plugins.  A function whose
+required arguments cannot be ``1`` gets a line in :data:`FUNCTION_BASELINES`; a
+subcommand with required arguments one in :data:`CLI_BASELINES`.
+
+A call that exposes a defect not yet fixed goes in :data:`KNOWN_DEFECTS` (call label
+→ exception type and message fragment); the harness asserts it still fails that way,
+so fixing the defect forces removing the entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import io
+import json
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CALL_SECONDS = 10.0
+"""SIGALRM budget of one call inside the worker."""
+BATCH_SECONDS = 120.0
+"""The parent's bound on one worker subprocess."""
+MEMORY_BYTES = 2 * 1024**3
+"""RLIMIT_AS of the worker."""
+HORIZON = 8
+"""T of the example instance whose methods are fuzzed."""
+
+KNOWN_DEFECTS: tuple[tuple[str, str, str, str], ...] = (
+    # (entry point: a regex matched against the call label from its start, argument,
+    #  observed problem: a regex matched against the exception type or "exit N" from the
+    #  start of the reported problem, a fragment of the message)
+    (
+        r"[\w-]+\.(release|release_many|target)\(stream=",
+        "stream",
+        "(DprefTypeError|ParameterError|HorizonError)",
+        "does not name stream=: stream: ",
+    ),  # Domain.check_stream says "stream: must be 1-D" / "must not be empty" / "length 9
+    # exceeds": it names "stream:" but not "stream=", so --json reports no "parameter"
+    (
+        r"global_sensitivity\(values=np\.array\((3,dtype=object|\[\[1\]\])\)",
+        "values",
+        "DprefTypeError",
+        "does not name values=: values: must be 1-D, got shape",
+    ),  # the same wording in the sensitivity package's vector checker
+    (
+        r"polynomial\.(release|release_many)\(stream=np\.ones\(2\*\*20\)",
+        "stream",
+        "EnumerationBudgetError",
+        "does not name stream=: horizon=1048576: PolynomialSum",
+    ),  # slow profile: the node-budget error names horizon= (the stream's length), not stream=
+    (
+        r"global_sensitivity\((model|universe|method|unbounded_side)=np\.(array|zeros|ones)\(",
+        "model, universe, method, unbounded_side",
+        "ValueError",
+        "The truth value of a",
+    ),  # a choice parameter compared with ``in``/``==`` before its type is checked
+    (
+        r"verify .*--max-horizon=1180591620717411303424",
+        "--max-horizon",
+        "traceback: OverflowError",
+        "Python int too large to convert to C ssize_t",
+    ),
+    (
+        r"verify .*--random-horizons=1180591620717411303424",
+        "--random-horizons",
+        "traceback: ValueError",
+        "Maximum allowed dimension exceeded",
+    ),
+    (
+        r"conform .*--epsilon=1180591620717411303424",
+        "--epsilon",
+        "exit 1",
+        "",
+    ),  # false alarm: noise of scale 2^-69 vanishes in float outputs, "DOES NOT CONFORM"
+)
+"""Calls that still break the property.  A failure is known when its label matches an
+entry's regex, its problem starts with the entry's type and contains its fragment;
+every entry whose regex matches a call of a batch must still match a failure there."""
+
+FUNCTION_BASELINES: dict[str, Callable[[], dict[str, Any]]] = {
+    "lower_bound": lambda: {
+        "g": __import__("dpref.lower_bounds", fromlist=["x"]).window_decay(3),
+        "epsilon": 1,
+        "q": 10,
+    },
+    "bounded_integers": lambda: {"lower": 0, "upper": 3},
+    "bounded_reals": lambda: {"lower": 0, "upper": 1},
+    "global_sensitivity": lambda: {"values": [1, 2, 3], "size": 1, "query": "sum"},
+}
+"""Known-good arguments of the module functions (the rest: signature default or 1)."""
+
+CLI_BASELINES: dict[str, list[str]] = {
+    "release": ["release", "{mechanism}", "--epsilon=1", "--input={stream}", "--json"],
+    "audit": [
+        "audit", "{mechanism}", "--epsilon=1", "--horizon=2", "--samples=200", "--no-exact",
+        "--seed=0", "--timeout=10", "--json",
+    ],
+    "conform": [
+        "conform", "{mechanism}", "--epsilon=1", "--horizon=2", "--reference={mechanism}",
+        "--runs=20", "--seed=0", "--timeout=10", "--json",
+    ],
+    "sensitivity": ["sensitivity", "--universe=1,2,3", "--size=2", "--query=sum", "--json"],
+    "verify": [
+        "verify", "--max-horizon=2", "--random-horizons=0", "--mechanism={mechanism}", "--json",
+    ],
+}  # fmt: skip
+"""Known-good command lines ({mechanism}: the mechanism under test; {stream}: a file)."""
+
+CLI_VALUES = ["0", "-1", str(2**70), "nan", "1e999999999", "1e-999999999", "abc", ""]
+CLI_VALUES_SLOW = [*CLI_VALUES, "inf", "-inf", "1e308", "5e-324", "1/3", "1.5", "0x10", " 7 "]
+SKIP_SUBCOMMANDS = {"bench"}
+"""Subcommands whose valid runs are long benchmarks (no numeric options either)."""
+
+
+# --------------------------------------------------------------------- catalogue
+def odd_values(slow: bool) -> list[tuple[str, Any]]:
+    """(label, value): the odd values every parameter is fed."""
+    import numpy as np
+
+    values: list[tuple[str, Any]] = [
+        ("np.int8(3)", np.int8(3)),
+        ("np.uint64(max)", np.uint64(2**64 - 1)),
+        ("np.float16(0.5)", np.float16(0.5)),
+        ("np.float32(nan)", np.float32("nan")),
+        ("np.int64(-1)", np.int64(-1)),
+        ("np.timedelta64(4,D)", np.timedelta64(4, "D")),
+        ("np.datetime64(2020-01-01)", np.datetime64("2020-01-01")),
+        ("np.complex128(1+1j)", np.complex128(1 + 1j)),
+        ("np.array(3,dtype=object)", np.array(3, dtype=object)),
+        ("np.bool_(True)", np.bool_(True)),
+        ("True", True),
+        ("False", False),
+        ("2**70", 2**70),
+        ("-1", -1),
+        ("0", 0),
+        ("1", 1),
+        ("nan", float("nan")),
+        ("inf", float("inf")),
+        ("-inf", float("-inf")),
+        ("1e308", 1e308),
+        ("5e-324", 5e-324),
+        ("'1e-999999999'", "1e-999999999"),
+        ("'1e999999999'", "1e999999999"),
+        ("Decimal(1.5)", Decimal("1.5")),
+        ("Fraction(1,3)", Fraction(1, 3)),
+        ("None", None),
+        ("'abc'", "abc"),
+        # containers where scalars belong (and odd streams)
+        ("np.array([1.,2.])", np.array([1.0, 2.0])),
+        ("np.zeros(0)", np.zeros(0)),
+        ("[]", []),
+        ("[[1,0],[0,1]]", [[1, 0], [0, 1]]),
+        ("[[1],[1,0]]", [[1], [1, 0]]),
+        ("[1,None]", [1, None]),
+        ("[nan]", [float("nan")]),
+        ("[2**70]", [2**70]),
+        ("['1','0']", ["1", "0"]),
+        ("[timedelta64]", np.array([np.timedelta64(1)])),
+        ("np.ones(9)", np.ones(9)),
+    ]
+    if slow:
+        values += [
+            ("np.float64(-0.0)", np.float64(-0.0)),
+            ("np.int32(7)", np.int32(7)),
+            ("np.longdouble(1e-4000)", np.longdouble("1e-4000")),
+            ("10**400", 10**400),
+            ("-2**70", -(2**70)),
+            ("0.5", 0.5),
+            ("1e-300", 1e-300),
+            ("'1/3'", "1/3"),
+            ("'  2 '", "  2 "),
+            ("'1_000'", "1_000"),
+            ("'9'*2000", "9" * 2000),
+            ("Decimal(nan)", Decimal("nan")),
+            ("Fraction(10**400,3)", Fraction(10**400, 3)),
+            ("1+2j", 1 + 2j),
+            ("b'1'", b"1"),
+            ("object()", object()),
+            ("{'a':1}", {"a": 1}),
+            ("range(3)", range(3)),
+            ("np.array([[1]])", np.array([[1]])),
+            ("np.array([1,0],dtype=object)", np.array([1, 0], dtype=object)),
+            ("[True,False]", [True, False]),
+            ("[Decimal(1)]", [Decimal(1)]),
+            ("np.ones(2**20)", np.ones(2**20)),
+            ("[1e308,1e308]", [1e308, 1e308]),
+        ]
+    return values
+
+
+# --------------------------------------------------------------------- the calls
+Call = tuple[str, str, Callable[[], Any], Any]
+"""(label, parameter name, thunk, Generator or None)."""
+
+
+def _names(message: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(\[\d+\])?=", message) is not None
+
+
+def _mechanism_calls(mname: str, slow: bool) -> Iterator[Call]:
+    import numpy as np
+
+    import dpref
+
+    cls = dpref.MECHANISMS[mname]
+    base = cls.examples[0].kwargs(cls, HORIZON)
+    values = odd_values(slow)
+    for param in dict.fromkeys(("epsilon", "horizon", *cls.parameters())):
+        for label, value in values:
+            kw = {"epsilon": 1, **base, param: value}
+            yield f"{cls.__name__}({param}={label})", param, lambda kw=kw: cls(**kw), None
+
+    mech = cls(epsilon=1, **base)
+    stream = [1, 0, 1]
+
+    def gen() -> Any:
+        return np.random.default_rng(0)
+
+    for label, value in values:
+        g = gen()
+        yield (
+            f"{mname}.release(stream={label})",
+            "stream",
+            lambda v=value, g=g: mech.release(v, rng=g),
+            g,
+        )
+        g = gen()
+        yield (
+            f"{mname}.release_many(stream={label})",
+            "stream",
+            lambda v=value, g=g: mech.release_many(v, 2, rng=g),
+            g,
+        )
+        g = gen()
+        yield (
+            f"{mname}.release_many(runs={label})",
+            "runs",
+            lambda v=value, g=g: mech.release_many(stream, v, rng=g),
+            g,
+        )
+        yield (
+            f"{mname}.variance(horizon={label})",
+            "horizon",
+            lambda v=value: mech.variance(v),
+            None,
+        )
+        yield f"{mname}.plan(horizon={label})", "horizon", lambda v=value: mech.plan(v), None
+        yield f"{mname}.target(stream={label})", "stream", lambda v=value: mech.target(v), None
+        g = gen()
+        counter = mech.online(rng=g)
+        yield f"{mname}.online().step(x={label})", "x", lambda v=value, c=counter: c.step(v), g
+
+
+def _functions() -> dict[str, Callable[..., Any]]:
+    import dpref
+    import dpref.sensitivity
+
+    out = {
+        name: getattr(dpref, name)
+        for name in dpref.__all__
+        if callable(getattr(dpref, name)) and not isinstance(getattr(dpref, name), type)
+    }
+    out["global_sensitivity"] = dpref.sensitivity.global_sensitivity
+    return out
+
+
+def _function_calls(fname: str, slow: bool) -> Iterator[Call]:
+    func = _functions()[fname]
+    sig = inspect.signature(func)
+    known = FUNCTION_BASELINES.get(fname, lambda: {})()
+    base = {
+        p.name: known.get(p.name, 1 if p.default is inspect.Parameter.empty else p.default)
+        for p in sig.parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
+    yield f"{fname}(baseline)", "", lambda: func(**base), None
+    for param in base:
+        for label, value in odd_values(slow):
+            kw = {**base, param: value}
+            yield f"{fname}({param}={label})", param, lambda kw=kw: func(**kw), None
+
+
+class _CallTimeout(BaseException):
+    """Raised by SIGALRM: a BaseException, so no ``except Exception`` swallows it."""
+
+
+def _run_call(label: str, param: str, thunk: Callable[[], Any], rng: Any) -> str | None:
+    """None when the property holds, else what went wrong."""
+    from dpref.errors import DprefError
+
+    before = rng.bit_generator.state if rng is not None else None
+    signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS)
+    try:
+        thunk()
+    except _CallTimeout:
+        return f"TimeoutError: no answer within {CALL_SECONDS} s"
+    except DprefError as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        message = str(exc)
+        if param and not _names(message, param):
+            return f"{type(exc).__name__}: message does not name {param}=: {message[:200]}"
+        if rng is not None and rng.bit_generator.state != before:
+            return f"{type(exc).__name__}: rng advanced before raising: {message[:200]}"
+    except Exception as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{Path(tb.filename).name}:{tb.lineno}"
+        return f"{type(exc).__name__}: {str(exc)[:200]} (at {where})"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+    return None
+
+
+# --------------------------------------------------------------------- the CLI
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    from dpref.cli import build_parser
+
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _numeric_options(sub: argparse.ArgumentParser) -> list[tuple[str, str]]:
+    """(option string, dest) of the numeric options of one subcommand."""
+    from dpref.registry import parameter_flags
+
+    flags = set(parameter_flags())
+    out = []
+    for action in sub._actions:
+        if not action.option_strings or action.nargs == 0 or action.choices is not None:
+            continue
+        numeric = action.type in (int, float) or action.dest in flags or action.dest == "epsilon"
+        if numeric:
+            out.append((action.option_strings[-1], action.dest))
+    return out
+
+
+def _mechanism_for(dest: str) -> str:
+    """The first registered mechanism taking parameter ``dest`` (else the first one)."""
+    import dpref
+
+    for name, cls in dpref.MECHANISMS.items():
+        if dest in cls.parameters() and dest != "horizon":
+            return name
+    return next(iter(dpref.MECHANISMS))
+
+
+def _cli_lines(subcommand: str, slow: bool, stream_file: str) -> Iterator[list[str]]:
+    from dpref.registry import parameter_flags
+
+    flags = set(parameter_flags())
+    sub = _subparsers()[subcommand]
+    base = CLI_BASELINES.get(subcommand, [subcommand, "--json"])
+    for option, dest in _numeric_options(sub):
+        if dest in flags and subcommand != "release" and not slow:
+            continue  # the mechanism flags are shared code: fuzzed via release by default
+        mechanism = _mechanism_for(dest) if dest in flags else next(iter(_mech_names()))
+        line = [
+            a.format(mechanism=mechanism, stream=stream_file)
+            for a in base
+            if a.split("=")[0] != option
+        ]
+        for value in CLI_VALUES_SLOW if slow else CLI_VALUES:
+            yield [*line, f"{option}={value}"]
+
+
+def _mech_names() -> list[str]:
+    import dpref
+
+    return list(dpref.MECHANISMS)
+
+
+def _run_line(argv: list[str]) -> str | None:
+    from dpref.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    except _CallTimeout:
+        return f"TimeoutError: no exit within {CALL_SECONDS} s"
+    except SystemExit as exc:
+        return f"SystemExit({exc.code!r}) escaped main; stderr={err.getvalue()[-300:]!r}"
+    except BaseException as exc:
+        return f"traceback: {type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+    stdout, stderr = out.getvalue(), err.getvalue()
+    if "Traceback" in stderr:
+        return f"traceback on stderr: {stderr[-300:]!r}"
+    as_json = "--json" in argv
+    if code not in (0, 2):
+        return f"exit {code}; stderr={stderr[-300:]!r}"
+    if code == 2 and len(stderr.splitlines()) != 1:
+        return f"exit 2 with {len(stderr.splitlines())} stderr lines: {stderr[-300:]!r}"
+    if as_json:
+        try:
+            json.loads(stdout)
+        except ValueError:
+            return f"exit {code} without one JSON object on stdout: {stdout[:300]!r}"
+    return None
+
+
+# --------------------------------------------------------------------- worker
+def batches() -> list[str]:
+    """Every batch id: ``mechanism:NAME``, ``function:NAME``, ``cli:SUBCOMMAND``."""
+    out = [f"mechanism:{name}" for name in _mech_names()]
+    out += [f"function:{name}" for name in _functions()]
+    out += [
+        f"cli:{name}"
+        for name, sub in _subparsers().items()
+        if name not in SKIP_SUBCOMMANDS and _numeric_options(sub)
+    ]
+    return out
+
+
+def _worker(batch: str, slow: bool) -> dict[str, Any]:
+    """Run one batch; return {"calls": n, "failures": {label: problem}, "labels": [...]}."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+    def _alarm(signum: int, frame: object) -> None:
+        raise _CallTimeout
+
+    signal.signal(signal.SIGALRM, _alarm)
+    kind, _, name = batch.partition(":")
+    failures: dict[str, str] = {}
+    labels: list[str] = []
+    if kind == "cli":
+        with tempfile.TemporaryDirectory() as tmp:
+            stream_file = os.path.join(tmp, "stream.txt")
+            Path(stream_file).write_text("1\n0\n1\n", encoding="utf-8")
+            for argv in _cli_lines(name, slow, stream_file):
+                label = " ".join(argv).replace(stream_file, "STREAM")
+                labels.append(label)
+                problem = _run_line(argv)
+                if problem is not None:
+                    failures[label] = problem
+        return {"calls": len(labels), "failures": failures, "labels": labels}
+    calls = _mechanism_calls(name, slow) if kind == "mechanism" else _function_calls(name, slow)
+    for label, param, thunk, rng in calls:
+        labels.append(label)
+        problem = _run_call(label, param, thunk, rng)
+        if problem is not None:
+            failures[label] = problem
+    return {"calls": len(labels), "failures": failures, "labels": labels}
+
+
+def _run_batch(batch: str, slow: bool) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, __file__, batch, "slow" if slow else "fast"],
+        capture_output=True,
+        text=True,
+        timeout=BATCH_SECONDS,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 0, f"worker {batch} died ({proc.returncode}): {proc.stderr[-2000:]}"
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _known(label: str, problem: str) -> tuple[str, str, str, str] | None:
+    for entry in KNOWN_DEFECTS:
+        pattern, _, kind, fragment = entry
+        if re.match(pattern, label) and re.match(kind, problem) and fragment in problem:
+            return entry
+    return None
+
+
+def _check(batch: str, slow: bool) -> None:
+    result = _run_batch(batch, slow)
+    assert result["calls"] > 0, f"{batch}: no calls generated"
+    failures: dict[str, str] = result["failures"]
+    unexpected = {k: v for k, v in failures.items() if _known(k, v) is None}
+    assert not unexpected, f"{batch}: {len(unexpected)} calls break the property:\n" + "\n".join(
+        f"  {k} -> {v}" for k, v in sorted(unexpected.items())
+    )
+    still = {_known(k, v) for k, v in failures.items()}
+    for entry in KNOWN_DEFECTS:
+        applies = any(re.match(entry[0], label) for label in result["labels"])
+        assert not applies or entry in still, (
+            f"KNOWN_DEFECTS entry {entry[:3]} no longer fails in {batch}: remove it"
+        )
+
+
+BATCHES = batches()
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_fuzz(batch: str) -> None:
+    _check(batch, slow=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", BATCHES)
+def test_fuzz_slow(batch: str) -> None:
+    _check(batch, slow=True)
+
+
+def test_harness_detects_violations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The property checker itself: each kind of violation is reported, a good call not."""
+    import time
+
+    import numpy as np
+
+    from dpref.errors import ParameterError
+
+    def _alarm(signum: int, frame: object) -> None:
+        raise _CallTimeout
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    monkeypatch.setattr(sys.modules[__name__], "CALL_SECONDS", 0.2)
+    try:
+
+        def named() -> None:
+            raise ParameterError("runs=-1: must be >= 1")
+
+        def advances(g: Any) -> None:
+            g.random()
+            raise ParameterError("runs=-1: must be >= 1")
+
+        def other() -> None:
+            raise ValueError("runs")
+
+        assert _run_call("ok", "runs", lambda: 1, None) is None
+        assert _run_call("named", "runs", named, np.random.default_rng(0)) is None
+        assert "does not name" in str(_run_call("unnamed", "stream", named, None))
+        g = np.random.default_rng(0)
+        assert "rng advanced" in str(_run_call("rng", "runs", lambda: advances(g), g))
+        assert str(_run_call("other", "runs", other, None)).startswith("ValueError")
+        assert "TimeoutError" in str(_run_call("hang", "runs", lambda: time.sleep(5), None))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+if __name__ == "__main__":
+    print(json.dumps(_worker(sys.argv[1], sys.argv[2] == "slow")))
