@@ -101,24 +101,6 @@ KNOWN_DEFECTS: tuple[tuple[str, str, str, str], ...] = (
         "does not name stream=: horizon=1048576: PolynomialSum",
     ),  # slow profile: the node-budget error names horizon= (the stream's length), not stream=
     (
-        r"global_sensitivity\((model|universe|method|unbounded_side)=np\.(array|zeros|ones)\(",
-        "model, universe, method, unbounded_side",
-        "ValueError",
-        "The truth value of a",
-    ),  # a choice parameter compared with ``in``/``==`` before its type is checked
-    (
-        r"verify .*--max-horizon=1180591620717411303424",
-        "--max-horizon",
-        "traceback: OverflowError",
-        "Python int too large to convert to C ssize_t",
-    ),
-    (
-        r"verify .*--random-horizons=1180591620717411303424",
-        "--random-horizons",
-        "traceback: ValueError",
-        "Maximum allowed dimension exceeded",
-    ),
-    (
         r"conform .*--epsilon=1180591620717411303424",
         "--epsilon",
         "exit 1",

@@ -18,7 +18,7 @@ from dpref.sensitivity.model import (
 from dpref.sensitivity.moments import _fast_moment
 from dpref.sensitivity.oracle import _oracle
 from dpref.sensitivity.percentiles import _fast_percentile
-from dpref.validation import ceil_float, check_int_range, fmt
+from dpref.validation import ceil_float, check_choice, check_int_range, fmt
 
 __all__ = [
     "exact_global_sensitivity",
@@ -50,8 +50,7 @@ def _solve(
     unbounded_side: Any,
     max_enumeration: Any,
 ) -> Fraction | float:
-    if method not in ("fast", "oracle"):
-        raise ParameterError(f"method={fmt(method)}: must be 'fast' or 'oracle'")
+    method = check_choice("method", method, ("fast", "oracle"))
     budget = check_int_range("max_enumeration", max_enumeration, 1, None)
     prob = _validate(
         values,

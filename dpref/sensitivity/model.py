@@ -20,7 +20,7 @@ import numpy as np
 
 from dpref.errors import DprefTypeError, EnumerationBudgetError, ParameterError
 from dpref.sensitivity.queries import _parse_query, _Query
-from dpref.validation import check_fraction, check_int_range, fmt
+from dpref.validation import check_choice, check_fraction, check_int_range, fmt
 
 __all__ = ["DEFAULT_MAX_ENUMERATION", "Model", "UniverseKind"]
 
@@ -117,12 +117,10 @@ def _validate(
     percentile: Any,
     side: Any = "both",
 ) -> _Problem:
-    if side not in ("both", "remove", "add"):
-        raise ParameterError(f"unbounded_side={fmt(side)}: must be 'both', 'remove' or 'add'")
-    if model not in ("unbounded", "bounded"):
-        raise ParameterError(f"model={fmt(model)}: must be 'unbounded' or 'bounded'")
-    if universe not in ("dataset", "range"):
-        raise ParameterError(f"universe={fmt(universe)}: must be 'dataset' or 'range'")
+    # check_choice tests the type first: an array compared with `in` raised a raw ValueError
+    side = check_choice("unbounded_side", side, ("both", "remove", "add"))
+    model = check_choice("model", model, ("unbounded", "bounded"))
+    universe = check_choice("universe", universe, ("dataset", "range"))
     q = _parse_query(query, percentile)
     fracs = _check_values(values)
     n = check_int_range("size", size, 1, None)

@@ -20,6 +20,14 @@ from dpref.validation import check_int_range
 __all__ = ["SUITES", "Suite", "VerifyOptions", "VerifyRow", "run_verify", "suite_specs"]
 
 
+MAX_EXHAUSTIVE = 4096
+"""Largest ``--max-horizon``: verify checks every T from 1 to it."""
+MAX_RANDOM_HORIZONS = 1000
+"""Most random larger horizons per mechanism."""
+MAX_RANDOM_T = 1 << 16
+"""Largest random horizon."""
+
+
 @dataclass(frozen=True)
 class VerifyOptions:
     """Knobs of a verify run."""
@@ -36,9 +44,11 @@ class VerifyOptions:
     """Restrict to these mechanism names (empty: all)."""
 
     def __post_init__(self) -> None:
-        check_int_range("max_horizon", self.max_exhaustive, 1, None)
-        check_int_range("random_horizons", self.random_horizons, 0, None)
-        check_int_range("random_max", self.random_max, 1, None)
+        # every T up to max_horizon is checked exactly (O(T) each, O(T²) in all); the
+        # bounds keep a run to minutes, and refuse what numpy cannot even allocate
+        check_int_range("max_horizon", self.max_exhaustive, 1, MAX_EXHAUSTIVE)
+        check_int_range("random_horizons", self.random_horizons, 0, MAX_RANDOM_HORIZONS)
+        check_int_range("random_max", self.random_max, 1, MAX_RANDOM_T)
         check_int_range("seed", self.seed, 0, None)
 
 
