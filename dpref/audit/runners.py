@@ -26,7 +26,8 @@ import numpy.typing as npt
 from dpref.audit import protocol as P
 from dpref.audit.recording import Requests, make_noise
 from dpref.audit.supervisor import Worker, WorkerDied
-from dpref.audit.targets import LOAD_TIMEOUT, Finding
+from dpref.audit.targets import LOAD_TIMEOUT, Finding, _preview
+from dpref.audit.worker import describe
 
 __all__ = ["CallFailure", "InProcessRunner", "Runner", "WorkerRunner", "call_in_process"]
 
@@ -44,26 +45,6 @@ class CallFailure(Exception):
 
 Runner = Callable[[FloatArray, FloatArray], tuple[FloatArray, Requests]]
 """``run(stream, script) -> (outputs, requests)``; raises :class:`CallFailure`."""
-
-
-def _preview(stream: FloatArray) -> str:
-    vals = [int(v) if float(v).is_integer() else float(v) for v in stream[:12].tolist()]
-    return ",".join(str(v) for v in vals) + (",…" if stream.size > 12 else "")
-
-
-def _describe(exc: BaseException) -> str:
-    import traceback
-    from pathlib import Path
-
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    if frames:
-        last = frames[-1]
-        where = f" ({Path(last.filename).name}:{last.lineno} in {last.name})"
-    msg = str(exc)
-    if len(msg) > 200:
-        msg = msg[:197] + "..."
-    return f"{type(exc).__name__}: {msg}{where}"
 
 
 def call_in_process(
@@ -91,7 +72,7 @@ def call_in_process(
             if isinstance(exc, ValueError) and "read-only" in str(exc)
             else "exception"
         )
-        raise CallFailure(Finding(kind, _describe(exc), T, _preview(stream)), requests) from None
+        raise CallFailure(Finding(kind, describe(exc), T, _preview(stream)), requests) from None
     try:
         out = np.asarray(r, dtype=np.float64)
     except (Exception, SystemExit) as exc:

@@ -16,9 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.dyadic import window_cover
-from dpref.errors import ParameterError
 from dpref.mechanisms.base import MAX_HORIZON, Mechanism
-from dpref.validation import check_fraction, check_int_range, check_int_vector, fmt
+from dpref.validation import check_int_range, check_int_vector
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -50,13 +49,6 @@ def _window_sums(x: FloatArray, window: int | None) -> FloatArray:
 def _check_window(name: str, value: Any) -> int:
     # windows are used in int64 arithmetic on times; no stream reaches 2^62 items
     return check_int_range(name, value, 1, 2**62)
-
-
-def _check_greater_one(name: str, value: Any) -> Fraction:
-    v = check_fraction(name, value)
-    if v <= 1:
-        raise ParameterError(f"{name}={fmt(value)}: must be > 1")
-    return v
 
 
 def _levels_for_window(window: int) -> int:
