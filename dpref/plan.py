@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # scipy.sparse costs ~0.2 s to import: loaded where a matrix 
     import scipy.sparse as sp
 
 from dpref.errors import ParameterError, PlanCheckError
-from dpref.validation import ceil_float
+from dpref.validation import ceil_float, fmt_sequence
 
 __all__ = ["ExactSparse", "LinearPlan", "PlanCheck", "PlanReport", "TargetRows"]
 
@@ -293,7 +293,9 @@ class LinearPlan:
             ("recombination.indices", self.recombination.indices, range(n)),
         ):
             if idx.size and not (0 <= int(idx.min()) and int(idx.max()) < len(table)):
-                raise ParameterError(f"{name}: entries must lie in [0, {len(table)})")
+                raise ParameterError(
+                    f"{name}={fmt_sequence(idx)}: entries must lie in [0, {len(table)})"
+                )
         if any(b <= 0 for b in self.scale_table):
             raise ParameterError(f"scale_table={self.scale_table}: scales must be > 0")
         if self.sensitivity < 0:
