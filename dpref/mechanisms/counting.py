@@ -148,7 +148,7 @@ class SimpleI(_UniformCounting):
         return _ones_sparse((horizon, horizon), idx, idx)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t = self._horizon_for(horizon)
+        t = self._variance_horizon(horizon)
         return [2 * self._scale() ** 2] * t
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
@@ -184,6 +184,7 @@ class SimpleII(_UniformCounting):
 
     name = "simple2"
     needs_horizon = False
+    max_plan_steps = 2**12  # the decoder is lower-triangular ones: T(T+1)/2 nonzeros
     examples = (Example(bounded=True, horizons=(9,)), Example(bounded=False, horizons=(9,)))
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
@@ -213,7 +214,7 @@ class SimpleII(_UniformCounting):
         return _ones_sparse((horizon, horizon), rows, cols)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t = self._horizon_for(horizon)
+        t = self._variance_horizon(horizon)
         unit = 2 * self._scale() ** 2
         return [k * unit for k in range(1, t + 1)]
 
@@ -360,7 +361,7 @@ class TwoLevel(_UniformCounting):
         )
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t_max = self._horizon_for(horizon)
+        t_max = self._variance_horizon(horizon)
         B = self.block_size
         unit = 2 * self._scale() ** 2
         return [unit * (t // B + t % B) for t in range(1, t_max + 1)]
@@ -485,7 +486,7 @@ class Binary(_UniformCounting):
         return _ones_sparse((horizon, horizon), rows, cols)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t_max = self._horizon_for(horizon)
+        t_max = self._variance_horizon(horizon)
         unit = 2 * self._scale() ** 2
         return [_popcount(t) * unit for t in range(1, t_max + 1)]
 
@@ -640,7 +641,7 @@ class Hybrid(_Counting):
         return _ones_sparse((horizon, horizon), rows, cols)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t_max = self._horizon_for(horizon)
+        t_max = self._variance_horizon(horizon)
         log_unit = 2 * self._log_scale() ** 2
         out = []
         for t in range(1, t_max + 1):
