@@ -36,6 +36,23 @@ __all__ = [
 
 ProofFn = Callable[[type[Any], int], list[ClaimResult]]
 
+SUBJECTS = (
+    "dpref.sanitize.threshold:ThresholdSanitizer",
+    "dpref.sanitize.streaming:StreamingSanitizer",
+)
+"""Proven classes that are not mechanisms (no entry in :data:`dpref.MECHANISMS`), as
+``module:class``; each has a ``proof`` pointer like a mechanism's.  ``prove_all``
+proves them after the mechanisms."""
+
+
+def subjects() -> list[type[Any]]:
+    """The classes of :data:`SUBJECTS`, imported."""
+    out = []
+    for spec in SUBJECTS:
+        module, _, name = spec.partition(":")
+        out.append(getattr(importlib.import_module(module), name))
+    return out
+
 EXHAUSTIVE_LIMIT = 4096
 """Exhaustive checks run for every T (or t) up to this (2¹²)."""
 
@@ -72,7 +89,7 @@ PROOF_MODULES: dict[str, str] = proof_modules()
 classes' ``proof`` pointers when this module is imported)."""
 
 
-def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
+def proof_for(cls: type[Any]) -> tuple[type[Any], ProofFn]:
     """The registered class ``cls`` is held to (itself or its nearest ancestor) and its proof.
 
     Raises :class:`~dpref.errors.ParameterError` when no proof is registered.
@@ -90,7 +107,7 @@ def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
     )
 
 
-def prove(cls: type[Mechanism], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
+def prove(cls: type[Any], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
     """Run every claim of ``cls``'s theorem (the subclass's own declarations are read)."""
     _, fn = proof_for(cls)
     return fn(cls, limit)
@@ -101,20 +118,24 @@ def prove_all(names: Sequence[str] = (), limit: int = EXHAUSTIVE_LIMIT) -> list[
 
     A mechanism with no registered proof gets one ``FAILED`` row (``proof module``).
     """
-    by_name: dict[str, type[Mechanism]] = {}
+    by_name: dict[str, type[Any]] = {}
     for name, cls in MECHANISMS.items():
         by_name[name] = cls
         by_name[cls.__name__] = cls
-    chosen: list[type[Mechanism]] = []
+    extra = subjects()
+    for cls in extra:
+        by_name[cls.__name__] = cls
+    chosen: list[type[Any]] = []
     for name in names:
         if name not in by_name:
             raise ParameterError(
-                f"mechanism={name!r}: unknown; choose from {', '.join(MECHANISMS)}"
+                f"mechanism={name!r}: unknown; choose from "
+                f"{', '.join([*MECHANISMS, *(c.__name__ for c in extra)])}"
             )
         if by_name[name] not in chosen:
             chosen.append(by_name[name])
     rows: list[ClaimResult] = []
-    for cls in chosen or list(MECHANISMS.values()):
+    for cls in chosen or [*MECHANISMS.values(), *extra]:
         try:
             _, fn = proof_for(cls)
         except ParameterError as exc:  # an unproven mechanism is a failed claim

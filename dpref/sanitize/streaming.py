@@ -101,6 +101,11 @@ class StreamingSanitizer:
         Move records outside the domain to its nearest end (counted) instead of raising.
     """
 
+    proof = "proofs/sanitize.py"
+    """The module proving parallel composition and the subsampling bound."""
+    docs = "docs/quantiles.md"
+    """The page describing it."""
+
     def __init__(
         self,
         offline: Any,

@@ -94,9 +94,20 @@ MAX_RECORDS = 1 << 26
 points it writes)."""
 
 
+_TREES: dict[tuple[tuple[str, int], ...], tuple[str, ...]] = {}
+
+
 def tree_counters() -> tuple[str, ...]:
     """Registered mechanisms usable as the tree: counters whose target is the prefix sum
-    (decay ``g ≡ 1``) and whose plan is the default prefix target."""
+    (decay ``g ≡ 1``) and whose plan is the default prefix target (cached per registry
+    content)."""
+    key = tuple((name, id(cls)) for name, cls in MECHANISMS.items())
+    if key not in _TREES:
+        _TREES[key] = _find_trees()
+    return _TREES[key]
+
+
+def _find_trees() -> tuple[str, ...]:
     out = []
     for name, cls in MECHANISMS.items():
         try:
@@ -197,6 +208,11 @@ class ThresholdSanitizer:
     ----------
     .. [1] Kaplan, Stemmer 2021, Remark 3.3.
     """
+
+    proof = "proofs/sanitize.py"
+    """The module proving the tree's sensitivity under both relations."""
+    docs = "docs/quantiles.md"
+    """The page describing it."""
 
     def __init__(
         self, *, domain: Any, epsilon: Any, tree: Any = "binary", neighbours: Any = "replace"
