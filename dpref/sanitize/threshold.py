@@ -142,6 +142,16 @@ def check_domain_points(name: str, value: Any) -> FloatArray:
     return pts
 
 
+def _uniform_grid(pts: FloatArray) -> tuple[float, float] | None:
+    """``(lo, step)`` when the points are exactly ``lo + step·k`` in float arithmetic."""
+    if pts.size < 2:
+        return None
+    lo, step = float(pts[0]), float(pts[1] - pts[0])
+    if np.array_equal(pts, lo + step * np.arange(pts.size, dtype=np.float64)):
+        return lo, step
+    return None
+
+
 def project_cdf(noisy: FloatArray, total: int | None, capacity: int) -> tuple[FloatArray, int]:
     """The L2 projection of a noisy CDF (counts) onto ``0 ≤ F_1 ≤ … ≤ F_D = N``.
 
@@ -219,6 +229,7 @@ class ThresholdSanitizer:
     ) -> None:
         self.points: FloatArray = check_domain_points("domain", domain)
         self.points.flags.writeable = False
+        self._grid = _uniform_grid(self.points)
         self.neighbours: str = check_choice("neighbours", neighbours, NEIGHBOURS)
         self.tree: str = check_choice("tree", tree, tree_counters())
         delta = 2 if self.neighbours == "replace" else 1
@@ -279,8 +290,24 @@ class ThresholdSanitizer:
             )
         if n_out:
             x = np.clip(x, lo, hi)
-        idx = np.searchsorted(self.points, x, side="right").astype(np.int64) - 1
-        return idx, n_out
+        return self._locate(x), n_out
+
+    def _locate(self, x: FloatArray) -> IntArray:
+        """Index of the largest point ≤ each x (x within the domain): arithmetic on a
+        uniform grid, checked against the points and repaired by binary search where
+        rounding put it off (searchsorted alone is ~4× slower on unsorted input)."""
+        pts = self.points
+        if self._grid is None or x.size == 0:
+            out: IntArray = np.searchsorted(pts, x, side="right").astype(np.int64) - 1
+            return out
+        lo, step = self._grid
+        k = np.floor((x - lo) / step).astype(np.int64)
+        np.clip(k, 0, pts.size - 1, out=k)
+        nxt = np.minimum(k + 1, pts.size - 1)
+        bad = (pts[k] > x) | ((k + 1 < pts.size) & (pts[nxt] <= x))
+        if bad.any():
+            k[bad] = np.searchsorted(pts, x[bad], side="right") - 1
+        return k
 
     def sanitize_indices(
         self, idx: IntArray, rng: Any = None, *, capacity: Any = None
