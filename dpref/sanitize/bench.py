@@ -85,7 +85,7 @@ def _accuracy(m: int) -> list[Row]:
     sketch = _rank_err(synthetic, private)
     raw = kll_doubles_sketch(DEFAULT_SKETCH_K)
     raw.update(data)
-    nonprivate = _rank_err(sorted_data, np.array(raw.get_quantiles(QS.tolist())))
+    nonprivate = _rank_err(sorted_data, np.array(raw.get_quantiles(QS.tolist(), True)))
     gen = np.random.default_rng(SEED + 1)
     em = np.array(
         [exponential_quantile(data, q, domain=points, epsilon=0.2, rng=gen) for q in QS]

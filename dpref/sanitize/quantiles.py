@@ -10,6 +10,11 @@ For streams small enough to keep (``exact_limit`` synthetic points), the exact
 quantiles of the synthetic stream are available too, which separates the sketch's
 own error from the privacy error.
 
+Determinism: the synthetic stream (and so :meth:`PrivateQuantiles.exact_quantiles`) is
+a function of the input and the rng.  The KLL sketch compacts with DataSketches' own
+random bits, which its Python binding does not let us seed: past k retained items its
+answers may differ between runs, within the sketch's rank error.
+
 Also here, for comparison: :func:`exponential_quantile`, the one-shot offline private
 quantile of Smith (2011) — the exponential mechanism over the domain, needing all the
 data at once.
@@ -37,8 +42,14 @@ import numpy.typing as npt
 
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.noise import make_rng
+from dpref.sanitize.amplification import check_subsample
 from dpref.sanitize.streaming import StreamingRun, StreamingSanitizer
-from dpref.sanitize.threshold import MAX_RECORDS, ThresholdSanitizer, check_domain_points
+from dpref.sanitize.threshold import (
+    MAX_RECORDS,
+    ThresholdSanitizer,
+    check_domain_points,
+    check_records,
+)
 from dpref.validation import (
     check_epsilon,
     check_int_range,
@@ -86,9 +97,13 @@ def check_quantiles(name: str, value: Any) -> FloatArray:
         value, bool | np.bool_
     ):
         value = [value]
-    qs = check_real_vector(name, value, max_len=None)
+    if isinstance(value, list | tuple) and len(value) > MAX_QUANTILES:
+        raise ParameterError(f"{name}={fmt(value)}: {len(value)} quantiles, more than {MAX_QUANTILES}")
+    qs = check_records(name, value)
+    if qs.size == 0:
+        raise ParameterError(f"{name}={fmt(value)}: must not be empty")
     if qs.size > MAX_QUANTILES:
-        raise ParameterError(f"{name}: {qs.size} quantiles, more than {MAX_QUANTILES}")
+        raise ParameterError(f"{name}={fmt(value)}: {qs.size} quantiles, more than {MAX_QUANTILES}")
     bad = np.flatnonzero((qs < 0) | (qs > 1))
     if bad.size:
         i = int(bad[0])
@@ -236,11 +251,13 @@ class PrivateQuantiles:
         return self._feed([] if block is None else [block])
 
     def quantiles(self, q: Any) -> FloatArray:
-        """The sketch's answer for each quantile in ``q`` (NaN before the first block)."""
+        """The sketch's answer for each quantile in ``q``: the smallest retained value whose
+        inclusive rank (fraction ≤ it) is ≥ q, as :func:`exact_quantiles` (NaN before the
+        first block)."""
         qs = check_quantiles("q", q)
         if self._points == 0:
             return np.full(qs.size, np.nan)
-        return np.asarray(self._sketch.get_quantiles(qs.tolist()), dtype=np.float64)
+        return np.asarray(self._sketch.get_quantiles(qs.tolist(), True), dtype=np.float64)
 
     def rank(self, x: Any) -> float:
         """The sketch's normalized rank (fraction ≤ x) of a value (NaN before data)."""
@@ -252,7 +269,7 @@ class PrivateQuantiles:
             raise ParameterError(f"x={fmt(x)}: must be finite")
         if self._points == 0:
             return math.nan
-        return float(self._sketch.get_rank(float(x)))
+        return float(self._sketch.get_rank(float(x), True))
 
     def exact_quantiles(self, q: Any) -> FloatArray:
         """Exact quantiles of the synthetic stream (kept while at most ``exact_limit``
@@ -275,35 +292,32 @@ def private_quantiles(
     stream: Any,
     q: Any = (0.01, 0.5, 0.99),
     *,
-    domain: Any = (0, 1),
-    epsilon: Any = 1,
-    block_size: Any = 1,
+    domain: Any,
+    epsilon: Any,
+    block_size: Any,
     subsample: Any = 1,
     rng: Any = None,
 ) -> FloatArray:
-    """One-call form: sanitize ``stream`` (its final partial block included) and
-    return the KLL sketch's quantiles ``q`` of the synthetic stream (ε-DP as
-    :class:`PrivateQuantiles`; neighbours replace, or add-remove when p < 1)."""
+    """One-call form: sanitize ``stream`` (at most 2²⁶ records, its final partial block
+    included, at most 2³³ block-times-domain work) and return the KLL sketch's quantiles
+    ``q`` of the synthetic stream (ε-DP as :class:`PrivateQuantiles`; neighbours
+    replace, or add-remove when p < 1)."""
     qs = check_quantiles("q", q)
-    p = Fraction(1) if subsample is None else subsample
+    p = check_subsample("subsample", subsample)
     pq = PrivateQuantiles(
         domain=domain,
         epsilon=epsilon,
         block_size=block_size,
         subsample=p,
-        neighbours="add-remove" if _below_one(p) else "replace",
+        neighbours="add-remove" if p < 1 else "replace",
         exact_limit=0,
         rng=rng,
     )
-    pq.extend(stream)
+    idx, clamped = pq.sanitizer.offline.bucket("stream", stream)
+    pq.sanitizer.check_work(int(idx.size))
+    pq._feed([r.synthetic for r in pq._run._extend_indices(idx)])
     pq.close()
     return pq.quantiles(qs)
-
-
-def _below_one(p: Any) -> bool:
-    from dpref.sanitize.amplification import check_subsample
-
-    return check_subsample("subsample", p) < 1
 
 
 def exponential_quantile(

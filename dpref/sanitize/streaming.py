@@ -54,7 +54,7 @@ from dpref.sanitize.amplification import (
 from dpref.sanitize.threshold import MAX_RECORDS, ThresholdRelease, ThresholdSanitizer
 from dpref.validation import ceil_float, check_choice, check_flag, check_int_range, fmt
 
-__all__ = ["MAX_BLOCK", "MAX_STREAM", "SanitizedStream", "StreamingRun", "StreamingSanitizer"]
+__all__ = ["MAX_BATCH_WORK", "MAX_BLOCK", "MAX_STREAM", "SanitizedStream", "StreamingRun", "StreamingSanitizer"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -64,6 +64,9 @@ MAX_BLOCK = 1 << 24
 MAX_STREAM = MAX_RECORDS
 """Most records :meth:`StreamingSanitizer.sanitize` (the batch form) takes in one call;
 the online form has no limit."""
+MAX_BATCH_WORK = 1 << 33
+"""Largest ``blocks × D`` of one batch call (each block costs O(D) for the tree and the
+projection): about a minute.  The online form, stepped by the caller, has no limit."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,16 @@ class StreamingSanitizer:
             f"subsample={self.subsample}, neighbours={self.neighbours!r})"
         )
 
+    def check_work(self, records: int) -> None:
+        """Refuse a batch of ``records`` whose ``blocks × D`` exceeds :data:`MAX_BATCH_WORK`."""
+        blocks = -(-records // self.block_size)
+        if blocks * self.offline.size > MAX_BATCH_WORK:
+            raise ParameterError(
+                f"block_size={self.block_size}: {records} records make {blocks} blocks of "
+                f"O(D={self.offline.size}) work each, more than {MAX_BATCH_WORK} in one call; "
+                "use larger blocks or the online form"
+            )
+
     def online(self, rng: Any = None) -> StreamingRun:
         """A run over one stream: ``step``/``extend`` emit synthetic blocks as they
         complete, ``close`` releases the final partial block and ends the run."""
@@ -171,6 +184,7 @@ class StreamingSanitizer:
         """The batch form: the whole stream (at most 2²⁶ records), the final partial
         block included; equal to ``online(rng)``'s ``extend`` then ``close``."""
         idx, clamped = self.offline.bucket("stream", stream, clamp=self.clamp)
+        self.check_work(int(idx.size))
         run = StreamingRun(self, make_rng(rng))
         releases = run._extend_indices(idx)
         last = run._close()

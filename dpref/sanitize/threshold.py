@@ -80,6 +80,7 @@ __all__ = [
     "ThresholdRelease",
     "ThresholdSanitizer",
     "check_domain_points",
+    "check_records",
     "project_cdf",
     "tree_counters",
 ]
@@ -119,18 +120,36 @@ def _find_trees() -> tuple[str, ...]:
     return tuple(out)
 
 
+def check_records(name: str, value: Any) -> FloatArray:
+    """A 1-D sequence of finite reals (possibly empty), at most :data:`MAX_RECORDS`, with
+    every error message naming ``name=`` (a scalar or a 2-D array is refused)."""
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size > MAX_RECORDS:
+        raise ParameterError(f"{name}={fmt(value)}: {value.size} records, more than MAX_RECORDS={MAX_RECORDS}")
+    try:
+        x = check_real_vector(name, value, allow_empty=True)
+    except (DprefTypeError, ParameterError, DomainError) as exc:
+        text = str(exc)
+        if text.startswith((f"{name}=", f"{name}[")):
+            raise
+        rest = text[len(name) + 2 :] if text.startswith(f"{name}: ") else text
+        raise type(exc)(f"{name}={fmt(value)}: {rest}") from None
+    if x.size > MAX_RECORDS:
+        raise ParameterError(f"{name}={fmt(value)}: {x.size} records, more than MAX_RECORDS={MAX_RECORDS}")
+    return x
+
+
 def check_domain_points(name: str, value: Any) -> FloatArray:
     """A non-empty, strictly increasing 1-D array of finite reals, at most
     :data:`MAX_DOMAIN` long."""
     if isinstance(value, np.ndarray) and value.ndim == 1 and value.size > MAX_DOMAIN:
-        raise ParameterError(f"{name}: {value.size} points, more than MAX_DOMAIN={MAX_DOMAIN}")
+        raise ParameterError(f"{name}={fmt(value)}: {value.size} points, more than MAX_DOMAIN={MAX_DOMAIN}")
     if isinstance(value, list | tuple) and len(value) > MAX_DOMAIN:
-        raise ParameterError(f"{name}: {len(value)} points, more than MAX_DOMAIN={MAX_DOMAIN}")
-    pts = check_real_vector(name, value, allow_empty=True)
+        raise ParameterError(f"{name}={fmt(value)}: {len(value)} points, more than MAX_DOMAIN={MAX_DOMAIN}")
+    pts = check_records(name, value)
     if pts.size == 0:
         raise ParameterError(f"{name}={fmt(value)}: must not be empty")
     if pts.size > MAX_DOMAIN:
-        raise ParameterError(f"{name}: {pts.size} points, more than MAX_DOMAIN={MAX_DOMAIN}")
+        raise ParameterError(f"{name}={fmt(value)}: {pts.size} points, more than MAX_DOMAIN={MAX_DOMAIN}")
     if pts.size > 1:
         bad = np.flatnonzero(np.diff(pts) <= 0)
         if bad.size:
@@ -276,16 +295,14 @@ class ThresholdSanitizer:
         the number clamped.
         """
         do_clamp = check_flag("clamp", clamp)
-        x = check_real_vector(name, values, allow_empty=True)
-        if x.size > MAX_RECORDS:
-            raise ParameterError(f"{name}: {x.size} records, more than MAX_RECORDS={MAX_RECORDS}")
+        x = check_records(name, values)
         lo, hi = float(self.points[0]), float(self.points[-1])
         outside = (x < lo) | (x > hi)
         n_out = int(np.count_nonzero(outside))
         if n_out and not do_clamp:
             i = int(np.flatnonzero(outside)[0])
             raise DomainError(
-                f"{name}[{i}]={float(x[i])!r}: outside the domain [{lo!r}, {hi!r}] "
+                f"{name}[{i}]={float(x[i])!r}: outside domain=[{lo!r}, {hi!r}] "
                 "(clamp=True moves it to the nearest end)"
             )
         if n_out:
