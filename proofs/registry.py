@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpref.errors import ParameterError
-from dpref.mechanisms import MECHANISMS, Mechanism
+from dpref.mechanisms import MECHANISMS
 from proofs.core import FAILED, ClaimResult, label
 
 __all__ = [
@@ -52,6 +52,7 @@ def subjects() -> list[type[Any]]:
         module, _, name = spec.partition(":")
         out.append(getattr(importlib.import_module(module), name))
     return out
+
 
 EXHAUSTIVE_LIMIT = 4096
 """Exhaustive checks run for every T (or t) up to this (2¹²)."""

@@ -74,7 +74,7 @@ import numpy as np
 import sympy as sp
 
 from dpref.errors import ParameterError
-from dpref.mechanisms import MECHANISMS
+from dpref.mechanisms import Binary
 from dpref.sanitize.amplification import effective_probability, subsampled_epsilon
 from dpref.sanitize.streaming import StreamingSanitizer
 from dpref.sanitize.threshold import ThresholdSanitizer, tree_counters
@@ -110,7 +110,7 @@ G = sp.Symbol("G", positive=True)
 # ---------------------------------------------------------------- threshold
 def _tree_symbolic() -> Outcome:
     """‖v‖₁ ε/Δ with the Binary declarations: replace (‖v‖₁ = Δ = 2) and add/remove (1)."""
-    binary = MECHANISMS["binary"]
+    binary = Binary
     for delta, moved in ((sp.Integer(2), 2), (sp.Integer(1), 1)):
         m = binary(epsilon=1, horizon=1)
         terms = m.budget_terms(SYMBOLIC, horizon=D, epsilon=eps, sensitivity=delta)

@@ -172,19 +172,26 @@ TS = ThresholdSanitizer
         ),
         (
             "values",
-            lambda g: StreamingSanitizer(TS(domain=[0, 1], epsilon=1), block_size=1)
-            .online(g)
-            .extend([0, 1, 5]),
+            lambda g: (
+                StreamingSanitizer(TS(domain=[0, 1], epsilon=1), block_size=1)
+                .online(g)
+                .extend([0, 1, 5])
+            ),
         ),
         (
             "x",
-            lambda g: StreamingSanitizer(TS(domain=[0, 1], epsilon=1), block_size=1)
-            .online(g)
-            .step(float("nan")),
+            lambda g: (
+                StreamingSanitizer(TS(domain=[0, 1], epsilon=1), block_size=1)
+                .online(g)
+                .step(float("nan"))
+            ),
         ),
         ("q", lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1).quantiles(1.5)),
         ("q", lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1).quantiles([])),
-        ("sketch_k", lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1, sketch_k=2)),
+        (
+            "sketch_k",
+            lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1, sketch_k=2),
+        ),
         ("q", lambda g: private_quantiles([0, 1], [-0.1], domain=[0, 1], epsilon=1, block_size=1)),
         ("stream", lambda g: private_quantiles([0, 3], domain=[0, 1], epsilon=1, block_size=1)),
         (
@@ -210,7 +217,9 @@ def test_values_outside_the_domain_are_clamped_and_counted_on_request() -> None:
 
 
 def test_a_closed_run_releases_nothing_more() -> None:
-    run = StreamingSanitizer(ThresholdSanitizer(domain=_points(4), epsilon=1), block_size=3).online(0)
+    run = StreamingSanitizer(ThresholdSanitizer(domain=_points(4), epsilon=1), block_size=3).online(
+        0
+    )
     assert run.extend([0, 1, 2, 3]) and run.close() is not None
     with pytest.raises(DprefError, match="closed=True"):
         run.step(1)
@@ -260,7 +269,7 @@ def test_projection_is_the_least_squares_fit() -> None:
         cdf, _ = project_cdf(noisy, n, n)
         cons = [{"type": "ineq", "fun": (lambda f, j=j: f[j + 1] - f[j])} for j in range(size - 2)]
         head = minimize(
-            lambda f: float(np.sum((f - noisy[:-1]) ** 2)),
+            lambda f, y=noisy[:-1]: float(np.sum((f - y) ** 2)),
             np.full(size - 1, n / 2),
             method="SLSQP",
             bounds=[(0, n)] * (size - 1),

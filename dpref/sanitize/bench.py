@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 import time
 import tracemalloc
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -87,9 +86,7 @@ def _accuracy(m: int) -> list[Row]:
     raw.update(data)
     nonprivate = _rank_err(sorted_data, np.array(raw.get_quantiles(QS.tolist(), True)))
     gen = np.random.default_rng(SEED + 1)
-    em = np.array(
-        [exponential_quantile(data, q, domain=points, epsilon=0.2, rng=gen) for q in QS]
-    )
+    em = np.array([exponential_quantile(data, q, domain=points, epsilon=0.2, rng=gen) for q in QS])
     em_err = _rank_err(sorted_data, em)
     detail = (
         f"{m:,} values, D = 2^16, ε = 1 (replace), n = {BLOCK:,}, Binary, KLL k = "
@@ -199,9 +196,7 @@ def _memory(sizes: tuple[int, ...]) -> Row:
     points = np.arange(DOMAIN, dtype=np.float64)
     peaks: list[int] = []
     for m in sizes:
-        pq = PrivateQuantiles(
-            domain=points, epsilon=1, block_size=BLOCK, exact_limit=0, rng=2
-        )
+        pq = PrivateQuantiles(domain=points, epsilon=1, block_size=BLOCK, exact_limit=0, rng=2)
         gc.collect()
         tracemalloc.start()
         chunk = 10 * BLOCK
@@ -243,5 +238,3 @@ def quantiles_bench(quick: bool = False) -> list[Row]:
     m = 200_000 if quick else 1_000_000
     sizes: tuple[int, ...] = (10**5, 10**6) if quick else (10**5, 10**6, 10**7)
     return [*_accuracy(m), *_throughput(m), _memory(sizes)]
-
-

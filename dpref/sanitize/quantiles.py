@@ -85,8 +85,7 @@ def _kll(k: int) -> Any:
         from datasketches import kll_doubles_sketch
     except ImportError:
         raise ParameterError(
-            "sketch='kll': needs the optional package datasketches "
-            "(pip install 'dpref[quantiles]')"
+            "sketch='kll': needs the optional package datasketches (pip install 'dpref[quantiles]')"
         ) from None
     return kll_doubles_sketch(k)
 
@@ -98,7 +97,9 @@ def check_quantiles(name: str, value: Any) -> FloatArray:
     ):
         value = [value]
     if isinstance(value, list | tuple) and len(value) > MAX_QUANTILES:
-        raise ParameterError(f"{name}={fmt(value)}: {len(value)} quantiles, more than {MAX_QUANTILES}")
+        raise ParameterError(
+            f"{name}={fmt(value)}: {len(value)} quantiles, more than {MAX_QUANTILES}"
+        )
     qs = check_records(name, value)
     if qs.size == 0:
         raise ParameterError(f"{name}={fmt(value)}: must not be empty")
@@ -313,16 +314,14 @@ def private_quantiles(
         exact_limit=0,
         rng=rng,
     )
-    idx, clamped = pq.sanitizer.offline.bucket("stream", stream)
+    idx, _ = pq.sanitizer.offline.bucket("stream", stream)
     pq.sanitizer.check_work(int(idx.size))
     pq._feed([r.synthetic for r in pq._run._extend_indices(idx)])
     pq.close()
     return pq.quantiles(qs)
 
 
-def exponential_quantile(
-    data: Any, q: Any, *, domain: Any, epsilon: Any, rng: Any = None
-) -> float:
+def exponential_quantile(data: Any, q: Any, *, domain: Any, epsilon: Any, rng: Any = None) -> float:
     """Smith's (2011) one-shot ε-DP quantile: the exponential mechanism over the domain
     points with utility ``u(x) = −dist(qN, [#{y < x}, #{y ≤ x}])`` (sensitivity 1 under
     replace-one), ``P(x) ∝ exp(ε u(x)/2)``, sampled by the Gumbel-max trick.  Needs all

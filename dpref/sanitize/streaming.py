@@ -54,7 +54,14 @@ from dpref.sanitize.amplification import (
 from dpref.sanitize.threshold import MAX_RECORDS, ThresholdRelease, ThresholdSanitizer
 from dpref.validation import ceil_float, check_choice, check_flag, check_int_range, fmt
 
-__all__ = ["MAX_BATCH_WORK", "MAX_BLOCK", "MAX_STREAM", "SanitizedStream", "StreamingRun", "StreamingSanitizer"]
+__all__ = [
+    "MAX_BATCH_WORK",
+    "MAX_BLOCK",
+    "MAX_STREAM",
+    "SanitizedStream",
+    "StreamingRun",
+    "StreamingSanitizer",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -191,9 +198,7 @@ class StreamingSanitizer:
         if last is not None:
             releases.append(last)
         sizes = np.array([r.total for r in releases], dtype=np.int64)
-        synthetic = (
-            np.concatenate([r.synthetic for r in releases]) if releases else np.zeros(0)
-        )
+        synthetic = np.concatenate([r.synthetic for r in releases]) if releases else np.zeros(0)
         return SanitizedStream(
             synthetic, sizes, np.array(run.lengths, dtype=np.int64), clamped, last is not None
         )
@@ -257,9 +262,7 @@ class StreamingRun:
         """Add records; the synthetic blocks they complete, in order.  Every record is
         checked before any noise is drawn."""
         self._check_open()
-        idx, clamped = self.sanitizer.offline.bucket(
-            "values", values, clamp=self.sanitizer.clamp
-        )
+        idx, clamped = self.sanitizer.offline.bucket("values", values, clamp=self.sanitizer.clamp)
         self.clamped += clamped
         return [r.synthetic for r in self._extend_indices(idx)]
 

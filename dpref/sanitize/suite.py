@@ -22,8 +22,8 @@ What is audited, and at which level:
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np

@@ -124,7 +124,9 @@ def check_records(name: str, value: Any) -> FloatArray:
     """A 1-D sequence of finite reals (possibly empty), at most :data:`MAX_RECORDS`, with
     every error message naming ``name=`` (a scalar or a 2-D array is refused)."""
     if isinstance(value, np.ndarray) and value.ndim == 1 and value.size > MAX_RECORDS:
-        raise ParameterError(f"{name}={fmt(value)}: {value.size} records, more than MAX_RECORDS={MAX_RECORDS}")
+        raise ParameterError(
+            f"{name}={fmt(value)}: {value.size} records, more than MAX_RECORDS={MAX_RECORDS}"
+        )
     try:
         x = check_real_vector(name, value, allow_empty=True)
     except (DprefTypeError, ParameterError, DomainError) as exc:
@@ -134,7 +136,9 @@ def check_records(name: str, value: Any) -> FloatArray:
         rest = text[len(name) + 2 :] if text.startswith(f"{name}: ") else text
         raise type(exc)(f"{name}={fmt(value)}: {rest}") from None
     if x.size > MAX_RECORDS:
-        raise ParameterError(f"{name}={fmt(value)}: {x.size} records, more than MAX_RECORDS={MAX_RECORDS}")
+        raise ParameterError(
+            f"{name}={fmt(value)}: {x.size} records, more than MAX_RECORDS={MAX_RECORDS}"
+        )
     return x
 
 
@@ -142,14 +146,20 @@ def check_domain_points(name: str, value: Any) -> FloatArray:
     """A non-empty, strictly increasing 1-D array of finite reals, at most
     :data:`MAX_DOMAIN` long."""
     if isinstance(value, np.ndarray) and value.ndim == 1 and value.size > MAX_DOMAIN:
-        raise ParameterError(f"{name}={fmt(value)}: {value.size} points, more than MAX_DOMAIN={MAX_DOMAIN}")
+        raise ParameterError(
+            f"{name}={fmt(value)}: {value.size} points, more than MAX_DOMAIN={MAX_DOMAIN}"
+        )
     if isinstance(value, list | tuple) and len(value) > MAX_DOMAIN:
-        raise ParameterError(f"{name}={fmt(value)}: {len(value)} points, more than MAX_DOMAIN={MAX_DOMAIN}")
+        raise ParameterError(
+            f"{name}={fmt(value)}: {len(value)} points, more than MAX_DOMAIN={MAX_DOMAIN}"
+        )
     pts = check_records(name, value)
     if pts.size == 0:
         raise ParameterError(f"{name}={fmt(value)}: must not be empty")
     if pts.size > MAX_DOMAIN:
-        raise ParameterError(f"{name}={fmt(value)}: {pts.size} points, more than MAX_DOMAIN={MAX_DOMAIN}")
+        raise ParameterError(
+            f"{name}={fmt(value)}: {pts.size} points, more than MAX_DOMAIN={MAX_DOMAIN}"
+        )
     if pts.size > 1:
         bad = np.flatnonzero(np.diff(pts) <= 0)
         if bad.size:
@@ -285,9 +295,7 @@ class ThresholdSanitizer:
         """The tree's explicit linear plan over the histogram (D items, Δ = 2 or 1)."""
         return self.mechanism.plan(self.size)
 
-    def bucket(
-        self, name: str, values: Any, *, clamp: Any = False
-    ) -> tuple[IntArray, int]:
+    def bucket(self, name: str, values: Any, *, clamp: Any = False) -> tuple[IntArray, int]:
         """Validate records and map each to its domain index (largest point ≤ it).
 
         Outside ``[x_1, x_D]`` a record is a :class:`~dpref.errors.DomainError`, or with
