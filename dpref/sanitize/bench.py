@@ -35,14 +35,16 @@ QS = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
 SEED = 20261122
 
 
-def seeded_stream(m: int, seed: int = SEED, start: int = 0) -> FloatArray:
+def seeded_stream(
+    m: int, seed: int = SEED, start: int = 0, drift_items: float = 1e7
+) -> FloatArray:
     """``m`` values of a drifting two-component mixture on ``0 … 2¹⁶ − 1`` (integers):
-    item t is N(μ(t), σ²) with μ moving from 0.35·2¹⁶ to 0.55·2¹⁶ over 10⁷ items, or
-    (probability 0.2) uniform.  ``start`` offsets t, so chunks of one stream can be made
-    independently (each chunk seeds from ``(seed, start)``)."""
+    item t is N(μ(t), σ²), σ = 2¹⁶/12, with μ moving from 0.35·2¹⁶ to 0.55·2¹⁶ over
+    ``drift_items`` items, or (probability 0.2) uniform.  ``start`` offsets t, so chunks
+    of one stream can be made independently (each chunk seeds from ``(seed, start)``)."""
     gen = np.random.default_rng([seed, start])
     t = np.arange(start, start + m, dtype=np.float64)
-    mu = DOMAIN * (0.35 + 0.2 * np.minimum(t / 1e7, 1.0))
+    mu = DOMAIN * (0.35 + 0.2 * np.minimum(t / drift_items, 1.0))
     x = gen.normal(mu, DOMAIN / 12)
     uniform = gen.random(m) < 0.2
     x[uniform] = gen.uniform(0, DOMAIN, int(uniform.sum()))
