@@ -92,8 +92,9 @@ def _accuracy(m: int) -> list[Row]:
     em_err = _rank_err(sorted_data, em)
     detail = (
         f"{m:,} values, D = 2^16, ε = 1 (replace), n = {BLOCK:,}, Binary, KLL k = "
-        f"{DEFAULT_SKETCH_K}: max rank error {total:.4f} = privacy (exact synthetic "
-        f"quantiles) {privacy:.4f} + sketch (KLL vs synthetic) {sketch:.4f} at most; "
+        f"{DEFAULT_SKETCH_K}: max rank error {total:.4f}; privacy error (exact synthetic "
+        f"quantiles) {privacy:.4f}, sketch error (KLL vs synthetic) {sketch:.4f} (the total "
+        "is at most their sum); "
         f"per-q {np.round(rank_errors_all(sorted_data, private), 4).tolist()}"
     )
     return [
