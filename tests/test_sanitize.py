@@ -480,7 +480,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_sanitizers_are_proven_and_documented() -> None:
-    from proofs.registry import prove_all, proof_for, subjects
+    from proofs.registry import proof_for, prove_all, subjects
 
     assert {c.__name__ for c in subjects()} == {"ThresholdSanitizer", "StreamingSanitizer"}
     for cls in subjects():

@@ -35,9 +35,7 @@ QS = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
 SEED = 20261122
 
 
-def seeded_stream(
-    m: int, seed: int = SEED, start: int = 0, drift_items: float = 1e7
-) -> FloatArray:
+def seeded_stream(m: int, seed: int = SEED, start: int = 0, drift_items: float = 1e7) -> FloatArray:
     """``m`` values of a drifting two-component mixture on ``0 … 2¹⁶ − 1`` (integers):
     item t is N(μ(t), σ²), σ = 2¹⁶/12, with μ moving from 0.35·2¹⁶ to 0.55·2¹⁶ over
     ``drift_items`` items, or (probability 0.2) uniform.  ``start`` offsets t, so chunks
