@@ -90,15 +90,17 @@ def subsampled_epsilon(epsilon: Any, subsample: Any, neighbours: str = "add-remo
 
     ``"add-remove"``: ``ln(1 + p(e^{ε₀} − 1))``; ``"replace"``:
     ``ln((1 − p + p e^{ε₀}) / (1 − p + p e^{−ε₀}))``.  At p = 1 the exact values ε₀
-    and 2ε₀ are returned.  ε₀ may be at most :data:`MAX_SUBSAMPLED_EPSILON`.
+    and 2ε₀ are returned; below 1, ε₀ may be at most :data:`MAX_SUBSAMPLED_EPSILON`.
     """
     eps = check_epsilon("epsilon", epsilon)
     p = check_subsample("subsample", subsample)
     check_choice("neighbours", neighbours, NEIGHBOURS)
-    if eps > MAX_SUBSAMPLED_EPSILON:
-        raise ParameterError(f"epsilon={fmt(epsilon)}: must be <= {MAX_SUBSAMPLED_EPSILON}")
     if p == 1:
         return eps if neighbours == "add-remove" else 2 * eps
+    if eps > MAX_SUBSAMPLED_EPSILON:
+        raise ParameterError(
+            f"epsilon={fmt(epsilon)}: must be <= {MAX_SUBSAMPLED_EPSILON} when subsampling"
+        )
     ctx = mp_context()
     e = ctx.mpf(eps.numerator) / eps.denominator
     pm = ctx.mpf(p.numerator) / p.denominator
