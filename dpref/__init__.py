@@ -30,6 +30,13 @@ from dpref.mechanisms import (
     WindowSum,
 )
 from dpref.plan import LinearPlan
+from dpref.sanitize import (
+    PrivateQuantiles,
+    StreamingSanitizer,
+    ThresholdSanitizer,
+    private_quantiles,
+    subsampled_epsilon,
+)
 
 __version__ = "0.1.0"
 
@@ -49,8 +56,11 @@ __all__ = [
     "ParameterError",
     "PlanCheckError",
     "PolynomialSum",
+    "PrivateQuantiles",
     "SimpleI",
     "SimpleII",
+    "StreamingSanitizer",
+    "ThresholdSanitizer",
     "TwoLevel",
     "WindowSum",
     "__version__",
@@ -58,4 +68,6 @@ __all__ = [
     "bounded_integers",
     "bounded_reals",
     "lower_bound",
+    "private_quantiles",
+    "subsampled_epsilon",
 ]

@@ -39,6 +39,24 @@ __all__ = [
 
 ProofFn = Callable[[type[Any], int], list[ClaimResult]]
 
+SUBJECTS = (
+    "dpref.sanitize.threshold:ThresholdSanitizer",
+    "dpref.sanitize.streaming:StreamingSanitizer",
+)
+"""Proven classes that are not mechanisms (no entry in :data:`dpref.MECHANISMS`), as
+``module:class``; each has a ``proof`` pointer like a mechanism's.  ``prove_all``
+proves them after the mechanisms."""
+
+
+def subjects() -> list[type[Any]]:
+    """The classes of :data:`SUBJECTS`, imported."""
+    out = []
+    for spec in SUBJECTS:
+        module, _, name = spec.partition(":")
+        out.append(getattr(importlib.import_module(module), name))
+    return out
+
+
 EXHAUSTIVE_LIMIT = 4096
 """Exhaustive checks run for every T (or t) up to this (2¹²)."""
 MAX_LIMIT = 2**14
@@ -46,9 +64,11 @@ MAX_LIMIT = 2**14
 ``limit`` (the default 4096 takes seconds per mechanism; the cost grows like T²)."""
 
 
-def _check_class(cls: Any) -> type[Mechanism]:
-    if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-        raise DprefTypeError(f"cls={fmt(cls)}: must be a dpref Mechanism class")
+def _check_class(cls: Any) -> type[Any]:
+    if not (isinstance(cls, type) and (issubclass(cls, Mechanism) or cls in subjects())):
+        raise DprefTypeError(
+            f"cls={fmt(cls)}: must be a dpref Mechanism class or one of {', '.join(SUBJECTS)}"
+        )
     return cls
 
 
@@ -56,8 +76,9 @@ def _check_limit(limit: Any) -> int:
     return check_int_range("limit", limit, 1, MAX_LIMIT)
 
 
-def resolve_names(names: Any, option: str | None = None) -> list[type[Mechanism]]:
-    """The mechanism classes named (CLI or class names), in order, without repeats.
+def resolve_names(names: Any, option: str | None = None) -> list[type[Any]]:
+    """The mechanism classes named (CLI or class names; the :data:`SUBJECTS` by class
+    name), in order, without repeats.
 
     An unknown or non-string name is an error naming ``names[i]`` (or ``option`` — the
     command-line flag — when given)."""
@@ -67,16 +88,19 @@ def resolve_names(names: Any, option: str | None = None) -> list[type[Mechanism]
         items = list(names)
     except TypeError:
         raise DprefTypeError(f"names={fmt(names)}: must be a sequence of mechanism names") from None
-    by_name: dict[str, type[Mechanism]] = {}
+    by_name: dict[str, type[Any]] = {}
     for name, cls in MECHANISMS.items():
         by_name[name] = cls
         by_name[cls.__name__] = cls
-    chosen: list[type[Mechanism]] = []
+    for cls in subjects():
+        by_name[cls.__name__] = cls
+    chosen: list[type[Any]] = []
     for i, name in enumerate(items):
         where = option or f"names[{i}]"
         if not isinstance(name, str) or name not in by_name:
+            known = [*MECHANISMS, *(c.__name__ for c in subjects())]
             raise ParameterError(
-                f"{where}={fmt(name)}: unknown mechanism; choose from {', '.join(MECHANISMS)}"
+                f"{where}={fmt(name)}: unknown mechanism; choose from {', '.join(known)}"
             )
         if by_name[name] not in chosen:
             chosen.append(by_name[name])
@@ -115,7 +139,7 @@ PROOF_MODULES: dict[str, str] = proof_modules()
 classes' ``proof`` pointers when this module is imported)."""
 
 
-def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
+def proof_for(cls: type[Any]) -> tuple[type[Any], ProofFn]:
     """The registered class ``cls`` is held to (itself or its nearest ancestor) and its proof.
 
     Raises :class:`~dpref.errors.ParameterError` when no proof is registered.
@@ -134,7 +158,7 @@ def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
     )
 
 
-def prove(cls: type[Mechanism], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
+def prove(cls: type[Any], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
     """Run every claim of ``cls``'s theorem (the subclass's own declarations are read).
 
     ``limit`` (1 … :data:`MAX_LIMIT`) bounds the exhaustive checks."""
@@ -150,8 +174,9 @@ def prove_all(names: Sequence[str] = (), limit: int = EXHAUSTIVE_LIMIT) -> list[
     """
     chosen = resolve_names(names)
     limit = _check_limit(limit)
+    extra = subjects()
     rows: list[ClaimResult] = []
-    for cls in chosen or list(MECHANISMS.values()):
+    for cls in chosen or [*MECHANISMS.values(), *extra]:
         try:
             _, fn = proof_for(cls)
         except ParameterError as exc:  # an unproven mechanism is a failed claim

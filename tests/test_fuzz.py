@@ -87,6 +87,13 @@ entry's regex, its problem starts with the entry's type and contains its fragmen
 every entry whose regex matches a call of a batch must still match a failure there."""
 
 FUNCTION_BASELINES: dict[str, Callable[[], dict[str, Any]]] = {
+    "private_quantiles": lambda: {
+        "stream": [0, 1, 1],
+        "q": 0.5,
+        "domain": [0, 1],
+        "epsilon": 1,
+        "block_size": 1000,
+    },
     "lower_bound": lambda: {
         "g": __import__("dpref.lower_bounds", fromlist=["x"]).window_decay(3),
         "epsilon": 1,
@@ -175,6 +182,10 @@ CLI_BASELINES: dict[str, list[str]] = {
         "--runs=20", "--seed=0", "--timeout=10", "--json",
     ],
     "sensitivity": ["sensitivity", "--universe=1,2,3", "--size=2", "--query=sum", "--json"],
+    "quantiles": [
+        "quantiles", "--input={stream}", "--domain=0:3", "--epsilon=1", "--block-size=2",
+        "--json",
+    ],
     "verify": [
         "verify", "--max-horizon=2", "--random-horizons=0", "--mechanism={mechanism}", "--json",
     ],
