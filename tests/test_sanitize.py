@@ -450,7 +450,29 @@ def test_cli_plot_and_clamp(tmp_path: Path) -> None:
          "--clamp", f"--plot={png}", "--every=2"]
     )  # fmt: skip
     assert code == 0 and png.stat().st_size > 0
-    assert "80 clamped" in out
+    assert "clamped" not in out and "nearest end" in out
+
+
+def test_cli_does_not_print_the_exact_number_of_clamped_values(tmp_path: Path) -> None:
+    """Regression: ``--json`` printed ``"clamped": k``, the exact count of out-of-domain
+    values.  Two inputs that differ in one record (10 against 25, domain 0…10) are
+    neighbours; 25 is clamped to 10, so with the same seed both give the same histogram
+    and the same noise, and (under k points, KLL keeps everything) the same answers.  Any
+    difference in the output is a deterministic raw-data leak: infinite privacy loss."""
+    outs = []
+    for value in ("10", "25"):
+        stream = tmp_path / f"s{value}.txt"
+        stream.write_text("\n".join(["3", "10", value, "7", "1"]) + "\n")
+        for extra in (["--json"], []):
+            code, out, err = _cli(
+                [f"--input={stream}", "--domain=0:10", "--epsilon=1", "--block-size=2",
+                 "--clamp", "--seed=4", *extra]
+            )  # fmt: skip
+            assert code == 0 and err == "", err
+            outs.append(out)
+    assert outs[0] == outs[2] and outs[1] == outs[3]
+    doc = json.loads(outs[0])
+    assert "clamped" not in doc and doc["clamp"] is True
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,15 @@
 
 The stream (one number per line, or a ``.npy`` array) is read and every value checked
 against the domain ``LO, LO+STEP, …, ≤ HI`` before any noise is drawn (``--clamp`` moves
-values outside it to the nearest end and counts them); then it is sanitized block by
-block (:class:`~dpref.sanitize.PrivateQuantiles`) and the KLL sketch's quantiles are
-printed after every K blocks.  With ``--json`` one object at the end: the declared ε,
-the history and the final answers.  ``--plot`` draws private and true quantiles over
-time (matplotlib, extra ``plot``); the true ones are computed from the input, which the
-command holds — the plot is for evaluation, not for release.  A progress bar (tqdm,
-extra ``audit``) is shown on a terminal for inputs of more than 10⁶ values.
+values outside it to the nearest end; how many were moved is *not* printed: that count is
+a function of the raw data, not of the noisy release, so printing it would break the
+declared ε); then it is sanitized block by block (:class:`~dpref.sanitize.PrivateQuantiles`)
+and the KLL sketch's quantiles are printed after every K blocks.  With ``--json`` one
+object at the end: the declared ε, the history and the final answers.  ``--plot`` draws
+private and true quantiles over time (matplotlib, extra ``plot``); the true ones are
+computed from the input, which the command holds — the plot is for evaluation, not for
+release.  A progress bar (tqdm, extra ``audit``) is shown on a terminal for inputs of
+more than 10⁶ values.
 """
 
 from __future__ import annotations
@@ -220,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
         "subsample": str(pq.sanitizer.subsample),
         "items": pq.items,
         "blocks": pq.blocks,
-        "clamped": pq.clamped,
+        "clamp": bool(args.clamp),
         "synthetic_points": pq.synthetic_size,
         "q": qs.tolist(),
         "quantiles": [None if math.isnan(v) else v for v in final.tolist()],
@@ -234,10 +236,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        print(
-            f"ε = {pq.epsilon} ({pq.sanitizer.neighbours}); {pq.items} items, "
-            f"{pq.blocks} blocks, {pq.clamped} clamped"
-        )
+        print(f"ε = {pq.epsilon} ({pq.sanitizer.neighbours}); {pq.items} items, {pq.blocks} blocks")
+        if args.clamp:
+            print(
+                "values outside the domain were moved to its nearest end (how many is not "
+                "printed: that exact count is not private)"
+            )
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0

@@ -157,7 +157,7 @@ class PrivateQuantiles:
         sanitizer and of the declared ε.
     clamp
         Move records outside the domain to its nearest end (counted in
-        :attr:`clamped`) instead of raising.
+        :attr:`clamped`, an exact count that is not private) instead of raising.
     sketch_k
         KLL's k, 8 ≤ k ≤ 2¹⁵ (default 1000).
     exact_limit
@@ -212,7 +212,9 @@ class PrivateQuantiles:
 
     @property
     def clamped(self) -> int:
-        """Records moved to the nearest end of the domain."""
+        """Records moved to the nearest end of the domain.  Exact, computed from the raw
+        data: not covered by :attr:`epsilon`, for the data holder only (``dpref quantiles``
+        does not print it)."""
         return self._run.clamped
 
     @property

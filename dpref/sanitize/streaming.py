@@ -87,7 +87,9 @@ class SanitizedStream:
     lengths: IntArray
     """Positions of each block (n, and the partial block's length last)."""
     clamped: int
-    """Records moved to the nearest end of the domain (``clamp=True``)."""
+    """Records moved to the nearest end of the domain (``clamp=True``).  An exact count of
+    the raw data, for the data holder: it is *not* covered by the declared ε (changing one
+    record changes it by one, with no noise), so it must not be released."""
     partial: bool
     """Whether the last block was a partial one (released by ``close``)."""
 
@@ -225,7 +227,8 @@ class StreamingRun:
         self.items = 0
         """Records seen so far."""
         self.clamped = 0
-        """Records moved to the nearest end of the domain."""
+        """Records moved to the nearest end of the domain: exact, not private (see
+        :attr:`SanitizedStream.clamped`), not to be released."""
         self.lengths: list[int] = []
         """Positions (records before subsampling) of each released block: public, n for
         every full block.  How many records subsampling kept is not recorded: under
