@@ -72,9 +72,10 @@ def test_streaming_budget_is_exact_and_rounded_up() -> None:
     rep = ThresholdSanitizer(domain=_points(4), epsilon=1)
     add = ThresholdSanitizer(domain=_points(4), epsilon=1, neighbours="add-remove")
     assert StreamingSanitizer(rep, block_size=3).epsilon == 1
-    assert StreamingSanitizer(add, block_size=3).epsilon == 1
+    assert StreamingSanitizer(add, block_size=3).epsilon == 2  # the default is replace-one
+    assert StreamingSanitizer(add, block_size=3, neighbours="add-remove").epsilon == 1
     assert StreamingSanitizer(add, block_size=3, neighbours="replace").epsilon == 2
-    s = StreamingSanitizer(add, block_size=3, subsample=Fraction(1, 10))
+    s = StreamingSanitizer(add, block_size=3, subsample=Fraction(1, 10), neighbours="add-remove")
     _, keep = effective_probability(Fraction(1, 10))
     assert keep >= Fraction(1, 10)
     mp = mpmath.MPContext()
@@ -97,6 +98,36 @@ def test_subsampled_epsilon_is_monotone_and_capped(rel: str) -> None:
     cap = 1 if rel == "add-remove" else 2
     values = [subsampled_epsilon(1, Fraction(k, 10), rel) for k in range(1, 11)]
     assert values == sorted(values) and values[-1] == cap and all(v <= cap for v in values)
+
+
+def test_subsampled_pipelines_declare_the_replace_one_bound() -> None:
+    """Regression: with p < 1, ``PrivateQuantiles``, ``private_quantiles`` and ``dpref
+    quantiles`` declared the *add/remove* bound ``ln(1 + p(e^{ε₀} − 1))``.  Their input is
+    a stream of values, so the neighbours they can be given are two streams of the same
+    length differing in one record, and for those the release's loss is larger.  Exact
+    check at D = 5, ε₀ = 1, p = 1/2, one record per block (a Binary tree with Δ = 1,
+    L = 3, scale 3): for [x_1] against [x_5], at a node vector z far above the mean on
+    the 3 nodes holding leaf 1 and far below it elsewhere, the likelihood ratio of the
+    released noisy CDF (an invertible image of z) is
+    ``((1 − p) + p e^{3/3}) / ((1 − p) + p e^{−1/3})`` = e^{0.773} > e^{0.620}."""
+    pq = PrivateQuantiles(
+        domain=_points(5), epsilon=1, block_size=1, subsample=Fraction(1, 2),
+        neighbours="add-remove",
+    )  # fmt: skip
+    san = pq.sanitizer
+    plan = san.offline.plan()
+    assert plan.scale_table == (Fraction(3),)
+    items = np.arange(1, 6)[None, :]
+    member = (plan.lo[:, None] <= items) & (items <= plan.hi[:, None])  # nodes × leaves
+    # |z − A e_1| − |z − 0| summed over nodes, with z = ±100 by whether the node holds leaf 1
+    up = -int(member[:, 0].sum())  # every node holding leaf 1 moves z closer by one
+    down = int((member[:, 4] & ~member[:, 0]).sum())  # leaf 5's own nodes move z away
+    p = float(san.keep_probability)
+    loss = math.log(((1 - p) + p * math.exp(-up / 3)) / ((1 - p) + p * math.exp(-down / 3)))
+    assert loss > 0.77
+    assert san.neighbours == "replace" and loss <= san.epsilon
+    assert san.epsilon == san.budget("replace") > san.budget("add-remove")
+    assert float(san.budget("add-remove")) < loss  # the bound that used to be declared
 
 
 def test_every_tree_counter_plugs_in_by_registry_name() -> None:
@@ -439,6 +470,25 @@ def test_cli_prints_one_json_object(tmp_path: Path) -> None:
     assert doc["epsilon"] == "1" and doc["blocks"] == 3 and doc["items"] == 2500
     assert doc["synthetic_points"] == 2500 and len(doc["history"]) == 3
     assert doc["quantiles"] == doc["history"][-1]["quantiles"]
+    assert doc["neighbours"] == doc["block_neighbours"] == "replace"
+
+
+def test_cli_subsampling_declares_the_replace_one_bound(tmp_path: Path) -> None:
+    """Regression: ``--subsample`` switched the declared relation to add/remove (a smaller
+    ε for neighbours the input file cannot express).  The declared ε is the replace-one
+    bound at the sampler's keep probability."""
+    stream = tmp_path / "s.txt"
+    stream.write_text("\n".join(["1", "5", "9"] * 10) + "\n")
+    code, out, _ = _cli(
+        [f"--input={stream}", "--domain=0:9", "--epsilon=1", "--block-size=10",
+         "--subsample=0.1", "--json", "--seed=1"]
+    )  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    _, keep = effective_probability(Fraction(0.1))
+    assert doc["neighbours"] == "replace" and doc["block_neighbours"] == "add-remove"
+    assert Fraction(doc["epsilon"]) == subsampled_epsilon(1, keep, "replace")
+    assert Fraction(doc["epsilon"]) > subsampled_epsilon(1, keep, "add-remove")
 
 
 def test_cli_plot_and_clamp(tmp_path: Path) -> None:

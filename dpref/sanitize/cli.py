@@ -60,7 +60,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--subsample",
         default="1",
-        help="keep each record with probability P in (0, 1] (P < 1: add/remove neighbours)",
+        help="keep each record with probability P in (0, 1] (P < 1: add/remove block "
+        "sanitizers; the declared ε is for one record replaced)",
     )
     p.add_argument("--q", default="0.01,0.5,0.99", help="quantiles, comma-separated, in [0, 1]")
     p.add_argument("--every", type=int, default=1, help="print every K blocks (default 1)")
@@ -218,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         "epsilon": str(pq.epsilon),
         "epsilon_float": pq.sanitizer.epsilon_float,
         "neighbours": pq.sanitizer.neighbours,
+        "block_neighbours": pq.sanitizer.offline.neighbours,
         "block_size": n,
         "subsample": str(pq.sanitizer.subsample),
         "items": pq.items,

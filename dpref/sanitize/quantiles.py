@@ -144,8 +144,9 @@ class PrivateQuantiles:
     domain
         The domain points (strictly increasing, 1 ≤ D ≤ 2²²).
     epsilon
-        ε₀ of each block's threshold sanitizer (the declared ε of the whole stream is
-        :attr:`epsilon`: ε₀ without subsampling, smaller with it).
+        ε₀ of each block's threshold sanitizer (the declared ε of the whole stream, under
+        replace-one, is :attr:`epsilon`: ε₀ with the default relation and p = 1, 2ε₀ with
+        ``neighbours="add-remove"`` and p = 1, the subsampled bound for p < 1).
     block_size
         n, records per block, 1 ≤ n ≤ 2²⁴.
     subsample
@@ -153,8 +154,10 @@ class PrivateQuantiles:
     tree
         Registry name of the tree counter (default ``"binary"``).
     neighbours
-        ``"replace"`` (default) or ``"add-remove"``, the relation of the threshold
-        sanitizer and of the declared ε.
+        ``"replace"`` (default) or ``"add-remove"``: the relation each block's threshold
+        sanitizer is calibrated for (``"add-remove"`` is needed for p < 1).  The declared
+        :attr:`epsilon` is always for the stream relation a stream of values has:
+        one record replaced (the stream's length is public).
     clamp
         Move records outside the domain to its nearest end (counted in
         :attr:`clamped`, an exact count that is not private) instead of raising.
@@ -303,8 +306,9 @@ def private_quantiles(
 ) -> FloatArray:
     """One-call form: sanitize ``stream`` (at most 2²⁶ records, its final partial block
     included, at most 2³³ block-times-domain work) and return the KLL sketch's quantiles
-    ``q`` of the synthetic stream (ε-DP as :class:`PrivateQuantiles`; neighbours
-    replace, or add-remove when p < 1)."""
+    ``q`` of the synthetic stream (ε-DP as :class:`PrivateQuantiles` for one record
+    replaced; the blocks' sanitizer is add/remove when p < 1, so ε is the subsampled
+    replace-one bound)."""
     qs = check_quantiles("q", q)
     p = check_subsample("subsample", subsample)
     pq = PrivateQuantiles(

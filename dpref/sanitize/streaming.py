@@ -6,26 +6,34 @@ complete, each of its records is kept independently with probability p (Poisson
 subsampling; p = 1 keeps all), and the offline sanitizer's synthetic dataset of the
 kept records is emitted.  Memory: the n buffered records plus the offline sanitizer's.
 
-Neighbours are positional (event-level): a record at one position is replaced
-(``"replace"``), or is present or absent (``"add-remove"``, an absent record takes
-no part in its block).  Either way exactly one block's dataset changes, by a replace
-or by an add/remove, and every other block's input is identical: by parallel
-composition over the disjoint blocks the whole output stream has the ε of one block.
+Neighbours.  The input is a stream of values, so two inputs of the same length that
+differ in one record (``"replace"``, the default) are the neighbours this class can be
+given; the stream's length, the block lengths and the number of blocks are public.
+Exactly one block's dataset changes, and every other block's input is identical: by
+parallel composition over the disjoint blocks the whole output stream has the ε of one
+block.  ``neighbours="add-remove"`` (opt-in) declares the bound for *positional*
+presence — the record at one position present or absent, an absent record taking no part
+in its block while the positions stay where they are.  The input has no "absent" marker,
+so no two inputs this class accepts are neighbours in that sense: it is a statement about
+a slot model the caller maintains.  It is **not** a guarantee for inserting or deleting a
+record: that shifts every later block boundary (each later block then differs by a
+replace), and it changes the stream's length, which is released exactly.
 
 * p = 1: ε is the offline sanitizer's ε₀ under its own relation; an add/remove
-  offline sanitizer also gives 2ε₀ for a replaced record (a removal then an addition).
+  offline sanitizer gives 2ε₀ for a replaced record (a removal then an addition).
 * p < 1 (the offline sanitizer must be ε₀-DP under add/remove, since a dropped record
-  is a removed one): ``ln(1 + p(e^{ε₀} − 1))`` for add/remove and
-  ``ln((1 − p + p e^{ε₀})/(1 − p + p e^{−ε₀}))`` for replace
+  is a removed one): ``ln((1 − p + p e^{ε₀})/(1 − p + p e^{−ε₀}))`` for replace and
+  ``ln(1 + p(e^{ε₀} − 1))`` for positional add/remove
   (:mod:`dpref.sanitize.amplification`), rounded up to an exact Fraction.
 
 **The final partial block** (fewer than n records when the stream ends) is released
 with the same guarantee, by :meth:`StreamingRun.close`: its positions are disjoint from
 every full block's, and the offline sanitizer's ε does not depend on how many records
-it is given (under replace that count is public — it is the stream length mod n;
-under add/remove the block's capacity n is the public bound).  ``close`` then ends the
-run: a record is released in exactly one block, never twice (a second release of the
-same positions would compose, doubling ε).  ``proofs/sanitize.py`` states and checks it.
+it is given (a replace-one offline sanitizer uses that count, which is public — it is
+the stream length mod n; an add/remove one is given the block's capacity n).  ``close``
+then ends the run: a record is released in exactly one block, never twice (a second
+release of the same positions would compose, doubling ε).  ``proofs/sanitize.py``
+states and checks it.
 
 References
 ----------
@@ -107,8 +115,10 @@ class StreamingSanitizer:
         p in (0, 1]: keep each record independently with probability p (default 1);
         p < 1 needs an offline sanitizer with ``neighbours='add-remove'``.
     neighbours
-        The stream-level relation :attr:`epsilon` is declared for (default: the
-        offline sanitizer's); ``"add-remove"`` needs an add/remove offline sanitizer.
+        The stream-level relation :attr:`epsilon` is declared for: ``"replace"`` (the
+        default, whatever the offline sanitizer's relation: one record of a stream of the
+        same length replaced) or ``"add-remove"`` (positional presence, see the module
+        docstring; not insertion or deletion; needs an add/remove offline sanitizer).
     clamp
         Move records outside the domain to its nearest end (counted) instead of raising.
     """
@@ -133,7 +143,10 @@ class StreamingSanitizer:
         self.block_size: int = check_int_range("block_size", block_size, 1, MAX_BLOCK)
         self.subsample: Fraction = check_subsample("subsample", subsample)
         self.clamp: bool = check_flag("clamp", clamp)
-        relation = offline.neighbours if neighbours is None else neighbours
+        # the default is replace whatever the offline relation: a stream of values can
+        # only differ from another of the same length by a replaced record (add/remove
+        # here is positional presence, which no input expresses)
+        relation = "replace" if neighbours is None else neighbours
         self.neighbours: str = check_choice("neighbours", relation, NEIGHBOURS)
         if self.subsample < 1 and offline.neighbours != "add-remove":
             raise ParameterError(
