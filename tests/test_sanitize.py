@@ -239,6 +239,49 @@ def test_bad_input_names_the_parameter_before_any_noise(name: str, call: Any) ->
     _untouched(call, name)
 
 
+def test_the_work_bound_counts_each_blocks_fixed_cost() -> None:
+    """Regression: the bound was ``blocks × D ≤ 2³³``, so n = 1 over D = 2 let 2²⁶ blocks
+    through (measured ≈ 350 µs per block: about six hours), and at D = 2²² it allowed
+    2048 blocks of ≈ 1.2 s each.  Now ``blocks × (D + BLOCK_OVERHEAD) ≤ 2²⁸``."""
+    from dpref.sanitize.streaming import BLOCK_OVERHEAD, MAX_BATCH_WORK
+
+    tiny = StreamingSanitizer(ThresholdSanitizer(domain=[0.0, 1.0], epsilon=1), block_size=1)
+    with pytest.raises(DprefError, match=r"^block_size=1: "):
+        tiny.check_work(1 << 26)
+    most = MAX_BATCH_WORK // (2 + BLOCK_OVERHEAD)
+    tiny.check_work(most)  # the largest accepted batch …
+    with pytest.raises(DprefError, match="block_size="):
+        tiny.check_work(most + 1)  # … and one more block is refused
+    with pytest.raises(DprefError, match="block_size="):
+        tiny.sanitize(np.zeros(most + 1))
+
+
+def test_one_extend_call_is_bounded_before_any_noise() -> None:
+    """Regression: ``extend`` (and ``PrivateQuantiles.extend``) had no bound at all: one
+    call with 2¹⁸ values in blocks of 1 ran ≈ 90 s (and unboundedly long for larger
+    inputs or domains).  It is now refused, naming ``values``, with the rng untouched."""
+    san = StreamingSanitizer(ThresholdSanitizer(domain=[0.0, 1.0], epsilon=1), block_size=1)
+    _untouched(lambda g: san.online(g).extend(np.zeros(1 << 18)), "values")
+    pq = PrivateQuantiles(domain=[0.0, 1.0], epsilon=1, block_size=1, rng=0)
+    with pytest.raises(DprefError, match="values="):
+        pq.extend(np.zeros(1 << 18))
+    assert pq.blocks == 0 and pq.items == 0
+    run = san.online(0)
+    assert len(run.extend(np.zeros(1000))) == 1000  # a modest call still runs
+
+
+def test_cli_work_is_bounded_like_the_batch_form(tmp_path: Path) -> None:
+    """Regression: ``dpref quantiles`` fed the stream block by block, so no bound applied:
+    70 values in blocks of 1 over 2²² points ran ≈ 85 s, and 10⁶ values for two weeks.
+    It is now refused at once, one stderr line naming ``block_size``."""
+    stream = tmp_path / "s.txt"
+    stream.write_text("1\n" * 70)
+    code, out, err = _cli(
+        [f"--input={stream}", "--domain=0:4194303", "--epsilon=1", "--block-size=1"]
+    )
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "block_size=1" in err
+
+
 def test_values_outside_the_domain_are_clamped_and_counted_on_request() -> None:
     san = StreamingSanitizer(ThresholdSanitizer(domain=_points(4), epsilon=1), block_size=3)
     with pytest.raises(DomainError, match=r"stream\[1\]=7\.0"):

@@ -171,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
     # every value checked (and clamped) before any noise: the same check extend() makes
     idx, _ = pq.sanitizer.offline.bucket("input", stream, clamp=args.clamp)
     del idx
+    # the whole run is bounded like the batch form (it steps block by block, so the
+    # per-call bound of extend() alone would not stop 10⁶ blocks over 2²² points)
+    pq.sanitizer.check_work(int(stream.size))
     n = pq.sanitizer.block_size
     history: list[dict[str, Any]] = []
     truth: list[list[float]] = []

@@ -248,7 +248,9 @@ class PrivateQuantiles:
         return self._feed([] if block is None else [block])
 
     def extend(self, values: Any) -> int:
-        """Read records (checked before any noise); the number of blocks completed."""
+        """Read records (checked, and the call's work bounded by
+        :data:`~dpref.sanitize.streaming.MAX_BATCH_WORK`, before any noise); the number
+        of blocks completed."""
         return self._feed(self._run.extend(values))
 
     def close(self) -> int:
@@ -305,7 +307,8 @@ def private_quantiles(
     rng: Any = None,
 ) -> FloatArray:
     """One-call form: sanitize ``stream`` (at most 2²⁶ records, its final partial block
-    included, at most 2³³ block-times-domain work) and return the KLL sketch's quantiles
+    included, at most :data:`~dpref.sanitize.streaming.MAX_BATCH_WORK` =
+    2²⁸ units of ``blocks × (D + 2048)`` work) and return the KLL sketch's quantiles
     ``q`` of the synthetic stream (ε-DP as :class:`PrivateQuantiles` for one record
     replaced; the blocks' sanitizer is add/remove when p < 1, so ε is the subsampled
     replace-one bound)."""

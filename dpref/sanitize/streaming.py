@@ -63,6 +63,7 @@ from dpref.sanitize.threshold import MAX_RECORDS, ThresholdRelease, ThresholdSan
 from dpref.validation import ceil_float, check_choice, check_flag, check_int_range, fmt
 
 __all__ = [
+    "BLOCK_OVERHEAD",
     "MAX_BATCH_WORK",
     "MAX_BLOCK",
     "MAX_STREAM",
@@ -79,9 +80,17 @@ MAX_BLOCK = 1 << 24
 MAX_STREAM = MAX_RECORDS
 """Most records :meth:`StreamingSanitizer.sanitize` (the batch form) takes in one call;
 the online form has no limit."""
-MAX_BATCH_WORK = 1 << 33
-"""Largest ``blocks × D`` of one batch call (each block costs O(D) for the tree and the
-projection): about a minute.  The online form, stepped by the caller, has no limit."""
+BLOCK_OVERHEAD = 1 << 11
+"""The fixed cost of one block release, in domain points: measured, a block over D = 2
+points takes about 350 µs (Python and numpy call overhead), as much as ~1400 points of a
+large tree at ~250 ns each.  Without it, n = 1 over a tiny domain looked free: 2²⁶ blocks
+over D = 2 passed the bound and ran for about six hours."""
+MAX_BATCH_WORK = 1 << 28
+"""Largest ``blocks × (D + BLOCK_OVERHEAD)`` of one call (:meth:`StreamingSanitizer.sanitize`,
+:meth:`StreamingRun.extend`, ``dpref quantiles``): each block costs O(D) for the tree
+and the projection.  Measured with Binary, about 250 ns per unit at D = 2²², so about a
+minute (Hybrid is about three times slower per point).  Across calls the online form has
+no limit: the caller paces it."""
 
 
 @dataclass(frozen=True)
@@ -187,14 +196,27 @@ class StreamingSanitizer:
             f"subsample={self.subsample}, neighbours={self.neighbours!r})"
         )
 
-    def check_work(self, records: int) -> None:
-        """Refuse a batch of ``records`` whose ``blocks × D`` exceeds :data:`MAX_BATCH_WORK`."""
-        blocks = -(-records // self.block_size)
-        if blocks * self.offline.size > MAX_BATCH_WORK:
+    def check_work(
+        self, records: int, *, buffered: int = 0, final: bool = True, name: str = "block_size"
+    ) -> None:
+        """Refuse one call that would release blocks worth more than
+        :data:`MAX_BATCH_WORK` (``blocks × (D + BLOCK_OVERHEAD)``).
+
+        ``records`` arrive after ``buffered`` already held; with ``final`` the partial
+        block is released too (the batch form).  The error names ``name``: the block size
+        for a whole stream, the values for one :meth:`StreamingRun.extend` call.
+        """
+        total = buffered + records
+        n = self.block_size
+        blocks = -(-total // n) if final else total // n
+        per_block = self.offline.size + BLOCK_OVERHEAD
+        if blocks * per_block > MAX_BATCH_WORK:
+            value = self.block_size if name == "block_size" else f"<{records} values>"
             raise ParameterError(
-                f"block_size={self.block_size}: {records} records make {blocks} blocks of "
-                f"O(D={self.offline.size}) work each, more than {MAX_BATCH_WORK} in one call; "
-                "use larger blocks or the online form"
+                f"{name}={value}: {records} records make {blocks} blocks of "
+                f"n={n} at O(D + {BLOCK_OVERHEAD}) = {per_block} work each, more than "
+                f"MAX_BATCH_WORK={MAX_BATCH_WORK} in one call; use larger blocks"
+                + ("" if name == "block_size" else ", or pass fewer values per call")
             )
 
     def online(self, rng: Any = None) -> StreamingRun:
@@ -276,9 +298,11 @@ class StreamingRun:
 
     def extend(self, values: Any) -> list[FloatArray]:
         """Add records; the synthetic blocks they complete, in order.  Every record is
-        checked before any noise is drawn."""
+        checked, and the call's work bounded (:data:`MAX_BATCH_WORK`), before any noise
+        is drawn."""
         self._check_open()
         idx, clamped = self.sanitizer.offline.bucket("values", values, clamp=self.sanitizer.clamp)
+        self.sanitizer.check_work(int(idx.size), buffered=self._fill, final=False, name="values")
         self.clamped += clamped
         return [r.synthetic for r in self._extend_indices(idx)]
 
