@@ -232,6 +232,20 @@ TS = ThresholdSanitizer
             ),
         ),
         ("subsample", lambda g: subsampled_epsilon(1, 0)),
+        # regression: these public helpers took anything and raised AttributeError or
+        # IndexError, or returned junk (p = 2 gave keep probability 1; total = −5 gave a
+        # "CDF" ending at −5); the fuzz harness now covers dpref.sanitize's functions
+        ("p", lambda g: effective_probability(2)),
+        ("p", lambda g: effective_probability("abc")),
+        ("total", lambda g: project_cdf(np.array([1.0, 2.0]), -5, 3)),
+        ("total", lambda g: project_cdf(np.array([1.0, 2.0]), 4, 3)),
+        ("noisy", lambda g: project_cdf([1.0, float("nan")], 2, 3)),
+        ("noisy", lambda g: project_cdf([], 2, 3)),
+        ("sorted_values", lambda g: exact_quantiles([2.0, 1.0], [0.5])),
+        ("qs", lambda g: exact_quantiles([1.0, 2.0], [1.5])),
+        ("sorted_truth", lambda g: rank_errors([], [1.0], [0.5])),
+        ("values", lambda g: rank_errors([1.0, 2.0], [1.0, 2.0], [0.5])),
+        ("data", lambda g: exponential_quantile([0, 5], 0.5, domain=[0, 1], epsilon=1, rng=g)),
         ("epsilon", lambda g: subsampled_epsilon(10**7, Fraction(1, 2))),
     ],
 )

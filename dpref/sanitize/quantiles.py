@@ -112,9 +112,25 @@ def check_quantiles(name: str, value: Any) -> FloatArray:
     return qs
 
 
-def exact_quantiles(sorted_values: FloatArray, qs: FloatArray) -> FloatArray:
+def _check_sorted(name: str, value: Any, *, allow_empty: bool) -> FloatArray:
+    x = check_records(name, value)
+    if x.size == 0 and not allow_empty:
+        raise ParameterError(f"{name}={fmt(value)}: must not be empty")
+    bad = np.flatnonzero(np.diff(x) < 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise ParameterError(
+            f"{name}[{i}]={float(x[i])!r}: must be sorted (after {float(x[i - 1])!r})"
+        )
+    return x
+
+
+def exact_quantiles(sorted_values: Any, qs: Any) -> FloatArray:
     """The smallest value whose normalized rank (count ≤ it, over N) is ≥ q: item
-    ``⌈qN⌉`` (1-based, at least 1) of the sorted values — DataSketches' inclusive rule."""
+    ``⌈qN⌉`` (1-based, at least 1) of the sorted values — DataSketches' inclusive rule
+    (NaN for every q when there are no values)."""
+    sorted_values = _check_sorted("sorted_values", sorted_values, allow_empty=True)
+    qs = check_quantiles("qs", qs)
     n = sorted_values.size
     if n == 0:
         return np.full(qs.size, np.nan)
@@ -123,9 +139,18 @@ def exact_quantiles(sorted_values: FloatArray, qs: FloatArray) -> FloatArray:
     return out
 
 
-def rank_errors(sorted_truth: FloatArray, values: FloatArray, qs: FloatArray) -> FloatArray:
+def rank_errors(sorted_truth: Any, values: Any, qs: Any) -> FloatArray:
     """How far q lies from the normalized rank interval ``[F(v⁻), F(v)]`` of each answer
-    v in the true data (0 when v is a correct q-quantile; ties count as correct)."""
+    v in the true data (0 when v is a correct q-quantile; ties count as correct).
+    ``sorted_truth`` is non-empty and sorted; ``values`` has one answer per q."""
+    sorted_truth = _check_sorted("sorted_truth", sorted_truth, allow_empty=False)
+    qs = check_quantiles("qs", qs)
+    values = check_records("values", values)
+    if values.size != qs.size:
+        raise ParameterError(
+            f"values={fmt(values)}: {values.size} answers for qs={fmt(qs)} "
+            f"({qs.size} quantiles); give one per quantile"
+        )
     n = sorted_truth.size
     below = np.searchsorted(sorted_truth, values, side="left") / n
     upto = np.searchsorted(sorted_truth, values, side="right") / n
@@ -344,8 +369,12 @@ def exponential_quantile(data: Any, q: Any, *, domain: Any, epsilon: Any, rng: A
     x = check_real_vector("data", data)
     if x.size > MAX_RECORDS:
         raise ParameterError(f"data: {x.size} records, more than MAX_RECORDS={MAX_RECORDS}")
-    if float(x.min()) < pts[0] or float(x.max()) > pts[-1]:
-        raise ParameterError(f"data={fmt(data)}: values outside the domain")
+    outside = np.flatnonzero((x < pts[0]) | (x > pts[-1]))
+    if outside.size:
+        i = int(outside[0])
+        raise ParameterError(
+            f"data[{i}]={float(x[i])!r}: outside domain=[{float(pts[0])!r}, {float(pts[-1])!r}]"
+        )
     gen = make_rng(rng)
     idx = np.searchsorted(pts, x, side="right") - 1
     hist = np.bincount(idx, minlength=pts.size)

@@ -181,14 +181,24 @@ def _uniform_grid(pts: FloatArray) -> tuple[float, float] | None:
     return None
 
 
-def project_cdf(noisy: FloatArray, total: int | None, capacity: int) -> tuple[FloatArray, int]:
+def project_cdf(noisy: Any, total: Any, capacity: Any) -> tuple[FloatArray, int]:
     """The L2 projection of a noisy CDF (counts) onto ``0 ≤ F_1 ≤ … ≤ F_D = N``.
 
-    ``total`` is N when it is public (replace-one); with ``None`` (add/remove) N is the
-    isotonic fit's last value rounded and clipped to ``[0, capacity]``.  Returns the
-    projected CDF and N.
+    ``total`` is N when it is public (replace-one; ``0 ≤ total ≤ capacity``); with
+    ``None`` (add/remove) N is the isotonic fit's last value rounded and clipped to
+    ``[0, capacity]``, ``0 ≤ capacity ≤`` :data:`MAX_RECORDS`.  ``noisy`` has 1 to
+    :data:`MAX_DOMAIN` finite values.  Returns the projected CDF and N.
     """
     from scipy.optimize import isotonic_regression
+
+    if isinstance(noisy, np.ndarray) and noisy.ndim == 1 and noisy.size > MAX_DOMAIN:
+        raise ParameterError(f"noisy={fmt(noisy)}: more than MAX_DOMAIN={MAX_DOMAIN} values")
+    noisy = check_real_vector("noisy", noisy, max_len=MAX_DOMAIN)
+    capacity = check_int_range("capacity", capacity, 0, MAX_RECORDS)
+    if total is not None:
+        total = check_int_range("total", total, 0, None)
+        if total > capacity:
+            raise ParameterError(f"total={total}: must be <= capacity={capacity}")
 
     if total is None:
         fit = isotonic_regression(noisy).x if noisy.size > 1 else noisy.copy()
