@@ -219,6 +219,17 @@ TS = ThresholdSanitizer
         ),
         ("q", lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1).quantiles(1.5)),
         ("q", lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1).quantiles([])),
+        # regression: a timedelta64 reached float() and raised a raw TypeError
+        (
+            "x",
+            lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1).rank(
+                np.timedelta64(4, "D")
+            ),
+        ),
+        (
+            "x",
+            lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1).rank(float("nan")),
+        ),
         (
             "sketch_k",
             lambda g: PrivateQuantiles(domain=[0, 1], epsilon=1, block_size=1, sketch_k=2),

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.errors import DprefTypeError, ParameterError
+from dpref.errors import ParameterError
 from dpref.noise import make_rng
 from dpref.sanitize.amplification import check_subsample
 from dpref.sanitize.streaming import StreamingRun, StreamingSanitizer
@@ -53,6 +53,7 @@ from dpref.sanitize.threshold import (
 from dpref.validation import (
     check_epsilon,
     check_int_range,
+    check_real_scalar,
     check_real_vector,
     fmt,
 )
@@ -294,15 +295,10 @@ class PrivateQuantiles:
 
     def rank(self, x: Any) -> float:
         """The sketch's normalized rank (fraction ≤ x) of a value (NaN before data)."""
-        if not isinstance(x, float | int | np.floating | np.integer) or isinstance(
-            x, bool | np.bool_
-        ):
-            raise DprefTypeError(f"x={fmt(x)}: must be a real number")
-        if not math.isfinite(float(x)):
-            raise ParameterError(f"x={fmt(x)}: must be finite")
+        value = check_real_scalar("x", x)  # a real, finite number (not a bool or a timedelta)
         if self._points == 0:
             return math.nan
-        return float(self._sketch.get_rank(float(x), True))
+        return float(self._sketch.get_rank(value, True))
 
     def exact_quantiles(self, q: Any) -> FloatArray:
         """Exact quantiles of the synthetic stream (kept while at most ``exact_limit``
