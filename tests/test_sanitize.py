@@ -604,6 +604,7 @@ def test_cli_does_not_print_the_exact_number_of_clamped_values(tmp_path: Path) -
         ("--every=0", "every="),
         ("--epsilon=-1", "epsilon="),
         ("--block-size=0", "block_size="),
+        ("--seed=-1", "seed="),  # regression: the message named rng=, not the flag
     ],
 )
 def test_cli_bad_input_is_one_stderr_line(tmp_path: Path, flag: str, name: str) -> None:

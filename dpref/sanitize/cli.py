@@ -152,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     qs = _parse_q(args.q)
     every = check_int_range("every", args.every, 1, MAX_EVERY)
     subsample = check_fraction("subsample", args.subsample)
+    seed = None if args.seed is None else check_int_range("seed", args.seed, 0, None)
     plt = _plot_backend(args.plot) if args.plot else None
     extra: dict[str, Any] = {}
     if args.sketch_k is not None:
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         tree=args.tree,
         neighbours="add-remove" if 0 < subsample < 1 else "replace",
         clamp=args.clamp,
-        rng=args.seed,
+        rng=seed,
         **extra,
     )
     stream = read_stream(args.input)
