@@ -307,6 +307,19 @@ def test_cli_work_is_bounded_like_the_batch_form(tmp_path: Path) -> None:
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "block_size=1" in err
 
 
+def test_a_domain_spanning_all_floats_warns_nothing() -> None:
+    """Regression: ``[-1e308, 1e308]`` overflowed in the grid test and the order check
+    (RuntimeWarnings, errors under ``-W error``); the span is no grid, the points are
+    increasing, and records are bucketed by search."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        san = ThresholdSanitizer(domain=[-1e308, 1e308], epsilon=1)
+        assert san.sanitize([0.0, 1e308], rng=1).total == 2
+        assert san.bucket("x", [-1e308, 0.0, 1e308])[0].tolist() == [0, 0, 1]
+
+
 def test_values_outside_the_domain_are_clamped_and_counted_on_request() -> None:
     san = StreamingSanitizer(ThresholdSanitizer(domain=_points(4), epsilon=1), block_size=3)
     with pytest.raises(DomainError, match=r"stream\[1\]=7\.0"):

@@ -161,7 +161,8 @@ def check_domain_points(name: str, value: Any) -> FloatArray:
             f"{name}={fmt(value)}: {pts.size} points, more than MAX_DOMAIN={MAX_DOMAIN}"
         )
     if pts.size > 1:
-        bad = np.flatnonzero(np.diff(pts) <= 0)
+        with np.errstate(over="ignore"):  # -1e308, 1e308: the difference overflows to inf > 0
+            bad = np.flatnonzero(np.diff(pts) <= 0)
         if bad.size:
             i = int(bad[0]) + 1
             raise ParameterError(
@@ -175,9 +176,12 @@ def _uniform_grid(pts: FloatArray) -> tuple[float, float] | None:
     """``(lo, step)`` when the points are exactly ``lo + step·k`` in float arithmetic."""
     if pts.size < 2:
         return None
-    lo, step = float(pts[0]), float(pts[1] - pts[0])
-    if np.array_equal(pts, lo + step * np.arange(pts.size, dtype=np.float64)):
-        return lo, step
+    with np.errstate(over="ignore", invalid="ignore"):  # a span beyond 1.8e308 is no grid
+        lo, step = float(pts[0]), float(pts[1] - pts[0])
+        if np.isfinite(step) and np.array_equal(
+            pts, lo + step * np.arange(pts.size, dtype=np.float64)
+        ):
+            return lo, step
     return None
 
 
