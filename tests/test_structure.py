@@ -183,8 +183,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("dpref.rigorous", "dpref.noise", "dpref.dyadic"),
     ("dpref.domains", "dpref.plan", "dpref.lower_bounds", "dpref.sensitivity"),
     ("dpref.mechanisms",),
-    ("dpref.registry", "dpref.golden"),
-    ("dpref.audit", "proofs.core", "proofs.counting", "proofs.decayed", "proofs.registry"),
+    ("dpref.registry", "dpref.golden", "dpref.frontier"),
+    (
+        "dpref.audit",
+        "proofs.core",
+        "proofs.counting",
+        "proofs.decayed",
+        "proofs.elders",
+        "proofs.registry",
+    ),
     ("dpref.verify", "dpref.bench", "dpref.cli.common"),
     (
         "dpref.verify.",
