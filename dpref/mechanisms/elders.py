@@ -144,13 +144,18 @@ def _layout(horizon: int, k: int) -> tuple[IntArray, IntArray, IntArray, tuple[I
 
 
 def _digit_bounds(horizon: int, k: int) -> list[tuple[IntArray, IntArray]]:
-    """Per level j, ``(r_j/k^j, r_{j+1}/k^j)`` for every t = 1..T."""
+    """Per level j, ``(r_j/k^j, r_{j+1}/k^j)`` for every t = 1..T.
+
+    For odd u, ``r/u = ⌊t/u + 1/2⌋ = ⌊(t + (u−1)/2)/u⌋`` (``2t + u`` is odd, so never a
+    multiple of 2u): one integer division per level.
+    """
     t = np.arange(1, horizon + 1, dtype=np.int64)
-    out = []
-    for j in range(elders_levels(horizon, k)):
+    L = elders_levels(horizon, k)
+    q = [t]
+    for j in range(1, L + 1):
         u = k**j
-        out.append((_rounded(t, u) // u, _rounded(t, u * k) // u))
-    return out
+        q.append((t + (u - 1) // 2) // u)
+    return [(q[j], q[j + 1] * k) for j in range(L)]
 
 
 class Elders(Mechanism):
@@ -297,19 +302,22 @@ class Elders(Mechanism):
         )
 
     def node_counts(self, horizon: int | None = None) -> IntArray:
-        """``n_t``: how many nodes the output at t uses, t = 1..T (vectorised, exact ints)."""
+        """``n_t``: how many nodes the output at t uses, t = 1..T (vectorised, exact ints).
+
+        A block in the range of an output ``t ≤ T`` is released iff it is not a middle child
+        and starts by T (its first use is at most t), so per level the count is
+        ``|F(r_j/u) − F(r_{j+1}/u)|`` with ``F(x)`` the number of non-middle blocks
+        ``m < min(x, M)``, ``M = ⌊(T−1)/u⌋ + 1``: ``F(x) = y − ⌊(y + k − 1 − mid)/k⌋``.
+        """
         T = self._horizon_for(horizon)
         k, mid = self.k, (self.k - 1) // 2
         total = np.zeros(T, dtype=np.int64)
         for j, (a, b) in enumerate(_digit_bounds(T, k)):
-            u = k**j
-            U, half, HALF = u * k, (u - 1) // 2, (u * k - 1) // 2
-            m = np.arange((2 * T) // u + 2, dtype=np.int64)
-            c, s = m // k, m % k
-            first = np.where(s < mid, c * U + (s + 1) * u - half, (c + 1) * U - HALF)
-            present = (s != mid) & (first <= T) & (m * u + 1 <= T)
-            cum = np.concatenate([[0], np.cumsum(present)])
-            total += np.abs(cum[a] - cum[b])
+            top = (T - 1) // k**j + 1
+            ya, yb = np.minimum(a, top), np.minimum(b, top)
+            fa = ya - (ya + k - 1 - mid) // k
+            fb = yb - (yb + k - 1 - mid) // k
+            total += np.abs(fa - fb)
         return total
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
@@ -337,18 +345,33 @@ class Elders(Mechanism):
         return np.cumsum(x)
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        """``R z``: per level, differences of the cumulative sums of its block noise."""
+        """``R z``, vectorised through the nesting ``q_{j+1} = ⌊(q_j + (k−1)/2)/k⌋`` of the
+        rounded positions ``q_j = r_j/k^j`` (the rounding boundaries of ``k^{j+1}`` are
+        boundaries of ``k^j``): with ``C_j`` the cumulative noise of the level-j blocks,
+        ``G_j(q) = C_j(q) − C_j(k q_{j+1}) + G_{j+1}(q_{j+1})`` from the top level down, and
+        the noise part of the output at t is ``G_0(t)``.  Each level costs O(T/k^j) plus
+        one ``np.repeat``."""
         _, _, _, index = _layout(horizon, self.k)
+        k, mid = self.k, (self.k - 1) // 2
         lead = noise.shape[:-1]
-        out = np.zeros((*lead, horizon), dtype=np.float64)
-        for j, (a, b) in enumerate(_digit_bounds(horizon, self.k)):
+        L = len(index)
+        upper: FloatArray | None = None  # G_{j+1} on q = 0 … Q_{j+1} − 1
+        for j in range(L - 1, -1, -1):
+            u = k**j
+            n_q = (horizon + (u - 1) // 2) // u + 1  # q_j(t) for t ≤ T lies in [0, n_q)
             idx = index[j]
-            blocks = np.zeros((*lead, idx.size + 1), dtype=np.float64)
-            have = np.flatnonzero(idx >= 0)
-            blocks[..., have + 1] = noise[..., idx[have]]
-            np.cumsum(blocks, axis=-1, out=blocks)
-            out += blocks[..., a]
-            out -= blocks[..., b]
+            n_groups = (n_q - 1 + mid) // k + 1  # q_{j+1} values
+            cum = np.zeros((*lead, n_groups * k + 1), dtype=np.float64)
+            have = np.flatnonzero(idx[: n_groups * k] >= 0)
+            cum[..., have + 1] = noise[..., idx[have]]
+            np.cumsum(cum, axis=-1, out=cum)
+            at_parent = np.repeat(cum[..., 0 : n_groups * k : k], k, axis=-1)
+            g = cum[..., :n_q] - at_parent[..., mid : mid + n_q]
+            if upper is not None:
+                g += np.repeat(upper, k, axis=-1)[..., mid : mid + n_q]
+            upper = g
+        assert upper is not None
+        out: FloatArray = np.ascontiguousarray(upper[..., 1 : horizon + 1])
         return out
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
@@ -357,7 +380,12 @@ class Elders(Mechanism):
 
 class _EldersOnline(OnlineCounter):
     """O(k·L) state: per level the noise of the blocks near the current position and the
-    level's current term ``S_j = N_j(r_j) − N_j(r_{j+1})``; amortised O(L) per step."""
+    level's current term ``S_j = N_j(r_j) − N_j(r_{j+1})``.
+
+    Level j changes only when ``r_j`` moves, i.e. when ``k^j`` divides ``t + (k^j−1)/2``; these
+    events nest (an event at j implies one at j − 1), so a step visits the levels upward
+    until the first without an event: amortised ``1 + 1/k + …`` levels per step.
+    """
 
     def __init__(self, m: Elders, rng: Any, noise: Any) -> None:
         super().__init__(m, rng, noise)
@@ -368,33 +396,21 @@ class _EldersOnline(OnlineCounter):
         self._scale = m._scale()
         self._scale_f = ceil_float(self._scale)
         self._u = [m.k**j for j in range(self._L + 1)]
+        self._half = [(u - 1) // 2 for u in self._u]
         self._mid = (m.k - 1) // 2
-        self._r = [0] * (self._L + 1)  # r_j(t), j = 0..L (r_L = 0 always)
+        self._q = [0] * (self._L + 1)  # q_j = r_j/k^j at the current t (q_L = 0 always)
         self._terms = [0.0] * self._L
+        self._noise_total = 0.0  # Σ_j S_j
         self._blocks: list[dict[int, float]] = [{} for _ in range(self._L)]
         self._count = 0.0
 
-    def _new_nodes(self, t: int) -> None:
-        """Draw the noise of the nodes first used at t, in canonical order."""
-        new: list[tuple[int, int, int, int]] = []  # (length, lo, level, block)
-        k, mid, T = self._k, self._mid, self._T
-        for j in range(self._L):
-            u, U = self._u[j], self._u[j + 1]
-            half, HALF = (u - 1) // 2, (U - 1) // 2
-            if (t + half) % u == 0:
-                q = (t + half) // u
-                if 1 <= q % k <= mid:  # forward block m = q − 1
-                    mm = q - 1
-                    if mm * u + 1 <= T:
-                        new.append((min((mm + 1) * u, T) - mm * u - 1, mm * u + 1, j, mm))
-            if (t + HALF) % U == 0:  # the backward blocks of parent c
-                c = (t + HALF) // U - 1
-                for s in range(mid + 1, k):
-                    mm = c * k + s
-                    if mm * u + 1 <= T:
-                        new.append((min((mm + 1) * u, T) - mm * u - 1, mm * u + 1, j, mm))
-        for _, _, j, mm in sorted(new):
-            self._blocks[j][mm] = self._noise(self._scale_f, self._scale)
+    def _block(self, j: int, m: int) -> tuple[int, int, int, int] | None:
+        """``(length − 1, lo, j, m)`` of level-j block m, None when it starts after T."""
+        u = self._u[j]
+        lo = m * u + 1
+        if lo > self._T:
+            return None
+        return (min(lo + u - 1, self._T) - lo, lo, j, m)
 
     def _range_sum(self, j: int, a: int, b: int) -> float:
         """``N_j(a) − N_j(b)`` (block indices a, b)."""
@@ -406,18 +422,48 @@ class _EldersOnline(OnlineCounter):
     def step(self, x: Any) -> float:
         self._count += self._admit(x)
         t = self.t
-        self._new_nodes(t)
-        old = self._r
-        new = [t] + [u * ((2 * t + u) // (2 * u)) for u in self._u[1:]]
-        for j in range(self._L):
-            u = self._u[j]
-            if new[j + 1] != old[j + 1]:
+        u, half, q, k = self._u, self._half, self._q, self._k
+        if self._L == 1 or (t + half[1]) % u[1]:  # only r_0 = t moves (k − 1 steps in k)
+            q[0] = t
+            if 1 <= t % k <= self._mid:  # leaf t starts being added: drawn now
+                z = self._noise(self._scale_f, self._scale)
+                self._blocks[0][t - 1] = z
+            else:  # leaf t stops being subtracted (0 for the unused middle leaf)
+                z = self._blocks[0].get(t - 1, 0.0)
+            self._terms[0] += z
+            self._noise_total += z
+            return self._count + self._noise_total
+        top = 1  # highest level whose r_j moves at t
+        while top + 1 < self._L and (t + half[top + 1]) % u[top + 1] == 0:
+            top += 1
+        new: list[tuple[int, int, int, int]] = []
+        for j in range(top + 1):
+            qj = q[j] + 1
+            if 1 <= qj % k <= self._mid:  # a forward block starts being added
+                b = self._block(j, qj - 1)
+                if b is not None:
+                    new.append(b)
+            if j < top:  # r_{j+1} moves: all backward blocks of the parent appear
+                c = q[j + 1]
+                for s in range(self._mid + 1, k):
+                    b = self._block(j, c * k + s)
+                    if b is not None:
+                        new.append(b)
+        if len(new) > 1:
+            new.sort()
+        for _, _, j, mm in new:
+            self._blocks[j][mm] = self._noise(self._scale_f, self._scale)
+        for j in range(top + 1):
+            q[j] += 1
+        for j in range(top + 1):
+            if j < top:  # both ends moved: recompute, dropping blocks left behind
                 got = self._blocks[j]
-                keep = new[j + 1] // u - self._k
+                keep = q[j + 1] * k - k
                 for m in [m for m in got if m < keep]:
                     del got[m]
-                self._terms[j] = self._range_sum(j, new[j] // u, new[j + 1] // u)
-            elif new[j] != old[j]:
-                self._terms[j] += self._blocks[j].get(old[j] // u, 0.0)
-        self._r = new
-        return self._count + sum(self._terms)
+                value = self._range_sum(j, q[j], q[j + 1] * k)
+            else:
+                value = self._terms[j] + self._blocks[j].get(q[j] - 1, 0.0)
+            self._noise_total += value - self._terms[j]
+            self._terms[j] = value
+        return self._count + self._noise_total
