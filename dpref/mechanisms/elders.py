@@ -403,6 +403,10 @@ class _EldersOnline(OnlineCounter):
         self._noise_total = 0.0  # Σ_j S_j
         self._blocks: list[dict[int, float]] = [{} for _ in range(self._L)]
         self._count = 0.0
+        # the fast path's constants: level 1's rounding period (never hit when L = 1)
+        self._u1 = self._u[1] if self._L > 1 else 2**63
+        self._h1 = self._half[1] if self._L > 1 else 1
+        self._leaves = self._blocks[0]
 
     def _block(self, j: int, m: int) -> tuple[int, int, int, int] | None:
         """``(length − 1, lo, j, m)`` of level-j block m, None when it starts after T."""
@@ -422,17 +426,17 @@ class _EldersOnline(OnlineCounter):
     def step(self, x: Any) -> float:
         self._count += self._admit(x)
         t = self.t
-        u, half, q, k = self._u, self._half, self._q, self._k
-        if self._L == 1 or (t + half[1]) % u[1]:  # only r_0 = t moves (k − 1 steps in k)
-            q[0] = t
-            if 1 <= t % k <= self._mid:  # leaf t starts being added: drawn now
+        if (t + self._h1) % self._u1:  # only r_0 = t moves (k − 1 steps in k)
+            self._q[0] = t
+            if 1 <= t % self._k <= self._mid:  # leaf t starts being added: drawn now
                 z = self._noise(self._scale_f, self._scale)
-                self._blocks[0][t - 1] = z
+                self._leaves[t - 1] = z
             else:  # leaf t stops being subtracted (0 for the unused middle leaf)
-                z = self._blocks[0].get(t - 1, 0.0)
+                z = self._leaves.get(t - 1, 0.0)
             self._terms[0] += z
             self._noise_total += z
             return self._count + self._noise_total
+        u, half, q, k = self._u, self._half, self._q, self._k
         top = 1  # highest level whose r_j moves at t
         while top + 1 < self._L and (t + half[top + 1]) % u[top + 1] == 0:
             top += 1
