@@ -67,6 +67,9 @@ __all__ = ["MAX_K", "Elders", "balanced_digits", "elders_levels"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+_CHUNK = 1 << 20
+"""Steps per chunk of the vectorised variance counts."""
+
 MAX_K = 2**20 + 1
 """Largest arity accepted: ``k·2T`` stays below 2^63 for every T ≤ 2^31 (the batch paths);
 with k > 2T − 1 only the leaves are used and the mechanism is Simple II."""
@@ -311,13 +314,19 @@ class Elders(Mechanism):
         """
         T = self._horizon_for(horizon)
         k, mid = self.k, (self.k - 1) // 2
+        L = elders_levels(T, k)
         total = np.zeros(T, dtype=np.int64)
-        for j, (a, b) in enumerate(_digit_bounds(T, k)):
-            top = (T - 1) // k**j + 1
-            ya, yb = np.minimum(a, top), np.minimum(b, top)
-            fa = ya - (ya + k - 1 - mid) // k
-            fb = yb - (yb + k - 1 - mid) // k
-            total += np.abs(fa - fb)
+        for start in range(0, T, _CHUNK):  # bounded temporaries whatever T
+            t = np.arange(start + 1, min(T, start + _CHUNK) + 1, dtype=np.int64)
+            part = total[start : start + t.size]
+            q = t
+            for j in range(L):
+                u = k**j
+                q_up = (t + (u * k - 1) // 2) // (u * k)
+                top = (T - 1) // u + 1
+                ya, yb = np.minimum(q, top), np.minimum(q_up * k, top)
+                part += np.abs((ya - (ya + k - 1 - mid) // k) - (yb - (yb + k - 1 - mid) // k))
+                q = q_up
         return total
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
