@@ -322,7 +322,8 @@ def variance_curve(row: FrontierRow, horizon: int, epsilon: Fraction) -> FloatAr
 
 def plot(report: FrontierReport, path: str, leading: int = 3, max_exponent: int = 24) -> list[str]:
     """Draw ``Var(out_t)`` against t (T of the report) and the objective against
-    ``T = 2^4 … 2^max_exponent`` for the ``leading`` best rows; write the figure to ``path``.
+    ``T = 2^4 … 2^max_exponent`` for the best row of each of the ``leading`` best mechanisms;
+    write the figure to ``path``.
 
     Needs matplotlib (the ``plot`` extra).  Returns the labels drawn.
     """
@@ -333,7 +334,11 @@ def plot(report: FrontierReport, path: str, leading: int = 3, max_exponent: int 
         import matplotlib.pyplot as plt
     except ImportError:
         raise ParameterError("plot: needs matplotlib (pip install 'dpref[plot]')") from None
-    rows = [r for r in report.rows if r.skipped is None][:leading]
+    rows: list[FrontierRow] = []
+    for r in report.rows:  # the best row of each of the `leading` best mechanisms
+        if r.skipped is None and all(r.mechanism != o.mechanism for o in rows):
+            rows.append(r)
+    rows = rows[:leading]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     T = report.horizon
     step = max(1, T // 4096)
