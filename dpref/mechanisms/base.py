@@ -494,10 +494,13 @@ class Mechanism(ABC):
             if self.horizon is not None and t > self.horizon:
                 raise HorizonError(f"{name}={t}: exceeds the mechanism's horizon={self.horizon}")
         if t > limit:
+            const = {MAX_STEPS: "MAX_STEPS", MAX_VARIANCE_STEPS: "MAX_VARIANCE_STEPS"}.get(
+                limit, "max_plan_steps"
+            )
             raise HorizonError(
-                f"{name}={fmt(t)}: above {limit} (2^{limit.bit_length() - 1}); this path "
-                "builds one value per step (Θ(T) memory and time); online() steps through "
-                "longer streams"
+                f"{name}={fmt(t)}: above {const}={limit} (2^{limit.bit_length() - 1}); this "
+                "path builds one value per step (Θ(T) memory and time); online() steps "
+                "through longer streams"
             )
         return t
 
