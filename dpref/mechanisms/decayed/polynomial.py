@@ -99,12 +99,12 @@ class PolynomialSum(_Decayed):
 
     **Noise allocation** (docs/spec.md §2.4).  Instance j's nodes get ``Lap(λ_j)``:
 
-    * ``allocation="decaying"`` (default): ``λ_j = λ·q_j`` with ``q_j`` the smallest
-      float ``≥ (1−β)^{j/3}`` and ``λ = PΔ/ε``, ``P`` a rigorous rational upper bound of
-      ``Σ_{j: W_j>0} (1−β)^{2j/3} L_j``.  Instance j costs ``(1−β)^j L_j Δ/λ_j ≤
-      (1−β)^{2j/3} L_j Δ/λ`` of privacy, so the privacy sum is ``≤ ε`` at every T and
-      tends to ``ε·P_q/P`` (``P_q = Σ (1−β)^j L_j/q_j ≤ P``), which is ε up to the
-      bound's slack (:meth:`expected_privacy_sum` at a large T shows it).  The variance series
+    * ``allocation="decaying"`` (default): ``λ_j`` is the smallest float ``≥ λ·q_j``, with
+      ``q_j`` the smallest float ``≥ (1−β)^{j/3}`` and ``λ = PΔ/ε``, ``P`` a rigorous
+      rational upper bound of ``Σ_{j: W_j>0} (1−β)^{2j/3} L_j``.  Instance j costs
+      ``(1−β)^j L_j Δ/λ_j ≤ (1−β)^{2j/3} L_j Δ/λ`` of privacy, so the privacy sum is
+      ``≤ ε`` at every T and tends to ε up to the bound's slack and the roundings
+      (:meth:`expected_privacy_sum` at a large T shows it).  The variance series
       ``Σ_j 2λ_j²·max(1, 2K_j)`` converges too, so the error is bounded in t
       (``(1−β)^{j/3}`` is the Lagrange optimum of ``Σ_j 2L_jλ_j²`` for a fixed privacy
       sum; ``proofs/decayed.py``).
