@@ -540,7 +540,7 @@ def _poly_decaying_series(cls: type[Any]) -> Outcome:
     sigma = 1 / (1 + r)  # σ = ρ^{2/3} ∈ (0, 1)
     total = sp.summation(sigma**jj * (kappa * jj + 1), (jj, 0, sp.oo))
     check_identity(total, kappa * sigma / (1 - sigma) ** 2 + 1 / (1 - sigma), "Σ σ^j(κj + 1)")
-    var = sp.summation(sigma**jj * (2 * kappa * jj + 1), (jj, 0, sp.oo))
+    var = total.subs(kappa, 2 * kappa)  # Σ σ^j(2κj + 1): the same series with κ → 2κ
     check_identity(var, 2 * kappa * sigma / (1 - sigma) ** 2 + 1 / (1 - sigma), "Σ σ^j(2κj+1)")
     # instance j's cost ρ^j L_j Δ/(λ q_j) ≤ σ^j L_j Δ/λ when q_j ≥ ρ^{j/3}
     x = sp.Symbol("x", positive=True)  # x = ρ^{1/3}
