@@ -20,6 +20,7 @@ from dpref.mechanisms import (
     MECHANISMS,
     AllWindowSum,
     Binary,
+    Elders,
     ExponentialSum,
     Hybrid,
     Mechanism,
@@ -30,6 +31,13 @@ from dpref.mechanisms import (
     WindowSum,
 )
 from dpref.plan import LinearPlan
+from dpref.sanitize import (
+    PrivateQuantiles,
+    StreamingSanitizer,
+    ThresholdSanitizer,
+    private_quantiles,
+    subsampled_epsilon,
+)
 
 __version__ = "0.1.0"
 
@@ -41,6 +49,7 @@ __all__ = [
     "DomainError",
     "DprefError",
     "DprefTypeError",
+    "Elders",
     "ExponentialSum",
     "HorizonError",
     "Hybrid",
@@ -49,8 +58,11 @@ __all__ = [
     "ParameterError",
     "PlanCheckError",
     "PolynomialSum",
+    "PrivateQuantiles",
     "SimpleI",
     "SimpleII",
+    "StreamingSanitizer",
+    "ThresholdSanitizer",
     "TwoLevel",
     "WindowSum",
     "__version__",
@@ -58,4 +70,6 @@ __all__ = [
     "bounded_integers",
     "bounded_reals",
     "lower_bound",
+    "private_quantiles",
+    "subsampled_epsilon",
 ]

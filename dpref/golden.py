@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from dpref.errors import DprefError, ParameterError
+from dpref.errors import DprefError, DprefTypeError, ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.registry import build_mechanism
-from dpref.validation import fmt
+from dpref.validation import fmt, fmt_sequence
 
 __all__ = [
     "GOLDEN_CASES",
@@ -179,19 +179,29 @@ def loads_golden(text: str) -> Any:
     """Parse a golden-vector file strictly: standard JSON only (no ``NaN``, ``Infinity``,
     nor numbers such as ``1e400`` that overflow a float), and nesting Python can parse.
     Raises :class:`~dpref.errors.ParameterError`; :func:`check_golden` checks the rest."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise DprefTypeError(f"text={fmt(text)}: must be the JSON text (str or bytes)")
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
-        raise ParameterError("golden vectors: JSON nested too deeply") from None
+        raise ParameterError(
+            f"text={fmt_sequence(text)}: golden vectors: JSON nested too deeply"
+        ) from None
     except ValueError as exc:  # JSONDecodeError, the two above, int digits over the limit
-        raise ParameterError(f"golden vectors: not valid JSON ({exc})") from None
+        raise ParameterError(
+            f"text={fmt_sequence(text)}: golden vectors: not valid JSON ({exc})"
+        ) from None
 
 
 def check_golden(doc: dict[str, Any]) -> list[str]:
-    """Recompute every vector with dpref; return the list of mismatches (empty: all match)."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise ParameterError(f"format={found!r}: expected {FORMAT!r}")
+    """Recompute every vector with dpref; return the list of mismatches (empty: all match).
+
+    ``doc`` is a parsed document (:func:`loads_golden`); an error in it names the field
+    (``format=``, ``vectors[3]``, ``parameters.horizon=``)."""
+    if not isinstance(doc, dict):
+        raise DprefTypeError(f"doc={fmt(doc)}: must be a dict (a parsed golden-vector document)")
+    if doc.get("format") != FORMAT:
+        raise ParameterError(f"format={fmt(doc.get('format'))}: expected {FORMAT!r}")
     vectors = doc.get("vectors")
     if not isinstance(vectors, list):
         raise ParameterError(f"vectors={fmt(vectors)}: must be a list of vectors")
@@ -231,7 +241,9 @@ def _check_size(vec: dict[str, Any]) -> None:
             raise ParameterError(f"{where}={T}: golden vectors have 1 <= T <= {MAX_HORIZON}")
     stream = vec.get("stream")
     if not isinstance(stream, list) or len(stream) != vec["horizon"]:
-        raise ParameterError(f"stream: must be a list of horizon={vec['horizon']} items")
+        raise ParameterError(
+            f"stream={fmt_sequence(stream)}: must be a list of horizon={vec['horizon']} items"
+        )
 
 
 def _check_vector(vec: dict[str, Any]) -> list[str]:

@@ -57,6 +57,26 @@ def fmt(value: Any) -> str:
     return text
 
 
+def fmt_sequence(value: Any, shape: tuple[int, ...] | None = None) -> str:
+    """Render a sequence-like value for an error message without printing a long one.
+
+    Short inputs are shown as :func:`fmt` shows them; a long list or array (or one whose
+    shape is given) as ``<list of shape (9,)>`` — its repr would cost time and memory
+    proportional to its length on the error path.
+    """
+    if shape is None:
+        size = getattr(value, "size", None)
+        if size is None:
+            try:
+                size = len(value)
+            except TypeError:
+                return fmt(value)
+        if isinstance(size, int) and size <= 8:
+            return fmt(value)
+        shape = tuple(getattr(value, "shape", (size,)))
+    return f"<{type(value).__name__} of shape {shape}>"
+
+
 def _is_bool(value: Any) -> bool:
     return isinstance(value, bool | np.bool_)
 
@@ -240,7 +260,7 @@ def check_real_vector(
     except (ValueError, TypeError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not an array of numbers ({exc})") from None
     if arr.ndim != 1:
-        raise DprefTypeError(f"{name}: must be 1-D, got shape {arr.shape}")
+        raise DprefTypeError(f"{name}={fmt_sequence(value, arr.shape)}: must be 1-D")
     if arr.dtype.kind not in "biuf":
         if arr.dtype.kind == "O" and arr.size > 0:
             ok = all(is_real_number(v) for v in arr)
@@ -257,12 +277,14 @@ def check_real_vector(
     except (ValueError, TypeError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not convertible to float ({exc})") from None
     if out.size == 0 and not allow_empty:
-        raise ParameterError(f"{name}: must not be empty")
+        raise ParameterError(f"{name}={fmt(value)}: must not be empty")
     if not np.isfinite(out).all():
         bad = int(np.flatnonzero(~np.isfinite(out))[0])
         raise DomainError(f"{name}[{bad}]={float(out[bad])!r}: values must be finite")
     if max_len is not None and out.size > max_len:
-        raise HorizonError(f"{name}: length {out.size} exceeds horizon={max_len}")
+        raise HorizonError(
+            f"{name}={fmt_sequence(value, out.shape)}: length {out.size} exceeds horizon={max_len}"
+        )
     return out
 
 

@@ -55,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
     names = tuple(args.mechanism or ())
     if not args.json:
         print(f"{'mechanism':<12} {'claim':<24} {'status':<22} {'seconds':>7}", flush=True)
-    from proofs.registry import prove_all  # sympy: loaded when proving, not for `dpref --help`
+    from proofs.registry import prove_all, resolve_names  # sympy: loaded when proving
 
+    resolve_names(names, "--mechanism")
     start = time.perf_counter()
     rows = prove_all(names)
     passed = all(r.passed for r in rows)

@@ -20,24 +20,91 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dpref.errors import ParameterError
+from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
+from dpref.validation import check_int_range, fmt
 from proofs.core import FAILED, ClaimResult, label
 
 __all__ = [
     "EXHAUSTIVE_LIMIT",
+    "MAX_LIMIT",
     "PROOF_MODULES",
     "ProofFn",
     "label",
     "proof_for",
     "prove",
     "prove_all",
+    "resolve_names",
 ]
 
 ProofFn = Callable[[type[Any], int], list[ClaimResult]]
 
+SUBJECTS = (
+    "dpref.sanitize.threshold:ThresholdSanitizer",
+    "dpref.sanitize.streaming:StreamingSanitizer",
+)
+"""Proven classes that are not mechanisms (no entry in :data:`dpref.MECHANISMS`), as
+``module:class``; each has a ``proof`` pointer like a mechanism's.  ``prove_all``
+proves them after the mechanisms."""
+
+
+def subjects() -> list[type[Any]]:
+    """The classes of :data:`SUBJECTS`, imported."""
+    out = []
+    for spec in SUBJECTS:
+        module, _, name = spec.partition(":")
+        out.append(getattr(importlib.import_module(module), name))
+    return out
+
+
 EXHAUSTIVE_LIMIT = 4096
 """Exhaustive checks run for every T (or t) up to this (2¹²)."""
+MAX_LIMIT = 2**14
+"""The largest ``limit`` accepted: the exhaustive checks build every plan up to T =
+``limit`` (the default 4096 takes seconds per mechanism; the cost grows like T²)."""
+
+
+def _check_class(cls: Any) -> type[Any]:
+    if not (isinstance(cls, type) and (issubclass(cls, Mechanism) or cls in subjects())):
+        raise DprefTypeError(
+            f"cls={fmt(cls)}: must be a dpref Mechanism class or one of {', '.join(SUBJECTS)}"
+        )
+    return cls
+
+
+def _check_limit(limit: Any) -> int:
+    return check_int_range("limit", limit, 1, MAX_LIMIT)
+
+
+def resolve_names(names: Any, option: str | None = None) -> list[type[Any]]:
+    """The mechanism classes named (CLI or class names; the :data:`SUBJECTS` by class
+    name), in order, without repeats.
+
+    An unknown or non-string name is an error naming ``names[i]`` (or ``option`` — the
+    command-line flag — when given)."""
+    if isinstance(names, str | bytes):
+        raise DprefTypeError(f"names={fmt(names)}: must be a sequence of mechanism names")
+    try:
+        items = list(names)
+    except TypeError:
+        raise DprefTypeError(f"names={fmt(names)}: must be a sequence of mechanism names") from None
+    by_name: dict[str, type[Any]] = {}
+    for name, cls in MECHANISMS.items():
+        by_name[name] = cls
+        by_name[cls.__name__] = cls
+    for cls in subjects():
+        by_name[cls.__name__] = cls
+    chosen: list[type[Any]] = []
+    for i, name in enumerate(items):
+        where = option or f"names[{i}]"
+        if not isinstance(name, str) or name not in by_name:
+            known = [*MECHANISMS, *(c.__name__ for c in subjects())]
+            raise ParameterError(
+                f"{where}={fmt(name)}: unknown mechanism; choose from {', '.join(known)}"
+            )
+        if by_name[name] not in chosen:
+            chosen.append(by_name[name])
+    return chosen
 
 
 def proof_module(cls: type[Any]) -> str | None:
@@ -72,11 +139,12 @@ PROOF_MODULES: dict[str, str] = proof_modules()
 classes' ``proof`` pointers when this module is imported)."""
 
 
-def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
+def proof_for(cls: type[Any]) -> tuple[type[Any], ProofFn]:
     """The registered class ``cls`` is held to (itself or its nearest ancestor) and its proof.
 
     Raises :class:`~dpref.errors.ParameterError` when no proof is registered.
     """
+    cls = _check_class(cls)
     module_name = next((m for m in map(proof_module, cls.__mro__) if m is not None), None)
     if module_name is None:
         raise ParameterError(f"mechanism={cls.__name__}: no proof module registered for it")
@@ -90,8 +158,11 @@ def proof_for(cls: type[Mechanism]) -> tuple[type[Any], ProofFn]:
     )
 
 
-def prove(cls: type[Mechanism], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
-    """Run every claim of ``cls``'s theorem (the subclass's own declarations are read)."""
+def prove(cls: type[Any], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
+    """Run every claim of ``cls``'s theorem (the subclass's own declarations are read).
+
+    ``limit`` (1 … :data:`MAX_LIMIT`) bounds the exhaustive checks."""
+    limit = _check_limit(limit)
     _, fn = proof_for(cls)
     return fn(cls, limit)
 
@@ -101,20 +172,11 @@ def prove_all(names: Sequence[str] = (), limit: int = EXHAUSTIVE_LIMIT) -> list[
 
     A mechanism with no registered proof gets one ``FAILED`` row (``proof module``).
     """
-    by_name: dict[str, type[Mechanism]] = {}
-    for name, cls in MECHANISMS.items():
-        by_name[name] = cls
-        by_name[cls.__name__] = cls
-    chosen: list[type[Mechanism]] = []
-    for name in names:
-        if name not in by_name:
-            raise ParameterError(
-                f"mechanism={name!r}: unknown; choose from {', '.join(MECHANISMS)}"
-            )
-        if by_name[name] not in chosen:
-            chosen.append(by_name[name])
+    chosen = resolve_names(names)
+    limit = _check_limit(limit)
+    extra = subjects()
     rows: list[ClaimResult] = []
-    for cls in chosen or list(MECHANISMS.values()):
+    for cls in chosen or [*MECHANISMS.values(), *extra]:
         try:
             _, fn = proof_for(cls)
         except ParameterError as exc:  # an unproven mechanism is a failed claim

@@ -13,7 +13,9 @@ __all__ = [
     "SENSITIVITY_QUERIES",
     "bit_streams",
     "junk",
+    "monotone_cdfs",
     "node_noise_for",
+    "sanitizer_streams",
     "seeds",
     "sensitivity_cases",
 ]
@@ -35,6 +37,30 @@ def node_noise_for(n: int) -> st.SearchStrategy[np.ndarray]:
         min_size=n,
         max_size=n,
     ).map(lambda zs: np.array(zs, dtype=np.float64))
+
+
+@st.composite
+def monotone_cdfs(draw: Any, max_size: int = 40) -> tuple[np.ndarray, int, np.ndarray]:
+    """(a true integer CDF ending at N, N, noise of the same length): for the projection."""
+    counts = draw(st.lists(st.integers(0, 20), min_size=1, max_size=max_size))
+    cdf = np.cumsum(np.array(counts, dtype=np.int64))
+    noise = draw(
+        st.lists(
+            st.floats(min_value=-200, max_value=200, allow_nan=False),
+            min_size=cdf.size,
+            max_size=cdf.size,
+        )
+    )
+    return cdf.astype(np.float64), int(cdf[-1]), np.array(noise, dtype=np.float64)
+
+
+@st.composite
+def sanitizer_streams(draw: Any) -> tuple[int, int, np.ndarray]:
+    """(domain size D, block size n, a stream of integer values in [0, D))."""
+    size = draw(st.integers(1, 33))
+    block = draw(st.integers(1, 12))
+    values = draw(st.lists(st.integers(0, size - 1), min_size=0, max_size=60))
+    return size, block, np.array(values, dtype=np.float64)
 
 
 _scalars: st.SearchStrategy[Any] = st.one_of(

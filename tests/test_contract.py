@@ -8,6 +8,7 @@ examples — there is nothing to add to this file.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -69,6 +70,11 @@ class MechanismContract(ABC):
     @abstractmethod
     def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
         """Build the mechanism (``horizon`` is ignored by unbounded mechanisms)."""
+
+    @abstractmethod
+    def example_kwargs(self, horizon: int) -> dict[str, Any]:
+        """The example's keyword arguments at T = ``horizon`` (``horizon`` included when
+        the mechanism is bounded), without ``epsilon``."""
 
     # --------------------------------------------------------------- plans
     @pytest.mark.parametrize("horizon", range(1, 65))
@@ -253,19 +259,67 @@ class MechanismContract(ABC):
     def test_junk_constructor(self, eps: Any, horizon: Any) -> None:
         try:
             m = self.make(horizon, epsilon=eps) if not self.unbounded else self.make(None, eps)
-        except DprefError:
+        except DprefError as exc:
+            assert _names_one_of(str(exc), ("epsilon", "horizon")), str(exc)
             return
         assert isinstance(m.declared_epsilon, Fraction)
+
+    @settings(max_examples=60)
+    @given(data=st.data())
+    def test_junk_parameters(self, data: st.DataObject) -> None:
+        """Junk in any subset of the mechanism's own parameters (several at once): a
+        mechanism, or a DprefError naming one of the junk parameters."""
+        m = self.make(16)
+        cls = type(m)
+        kwargs = self.example_kwargs(16)
+        own = [p for p in cls.parameters() if p not in ("epsilon", "horizon")]
+        chosen = data.draw(st.lists(st.sampled_from(own), unique=True)) if own else []
+        for p in chosen:
+            kwargs[p] = data.draw(junk, label=p)
+        try:
+            cls(epsilon=EPS, **kwargs)
+        except DprefError as exc:
+            assert chosen and _names_one_of(str(exc), chosen), str(exc)
 
     @settings(max_examples=60)
     @given(stream=junk)
     def test_junk_release(self, stream: Any) -> None:
         m = self.make(6)
+        gen = np.random.default_rng(0)
+        before = gen.bit_generator.state
         try:
-            out = m.release(stream, rng=0)
-        except DprefError:
+            out = m.release(stream, rng=gen)
+        except DprefError as exc:
+            assert _names_one_of(str(exc), ("stream",)), str(exc)
+            assert gen.bit_generator.state == before
             return
         assert out.shape == np.asarray(stream).shape
+
+    @settings(max_examples=40)
+    @given(horizon=junk, x=junk)
+    def test_junk_methods(self, horizon: Any, x: Any) -> None:
+        """variance/plan with a junk T, online().step with a junk item."""
+        m = self.make(6)
+        for method in (m.variance, m.plan):
+            try:
+                method(horizon)
+            except DprefError as exc:
+                assert _names_one_of(str(exc), ("horizon",)), str(exc)
+        gen = np.random.default_rng(0)
+        counter = m.online(rng=gen)
+        before = gen.bit_generator.state
+        try:
+            counter.step(x)
+        except DprefError as exc:
+            assert _names_one_of(str(exc), ("x",)), str(exc)
+            assert gen.bit_generator.state == before
+
+
+def _names_one_of(message: str, names: Any) -> bool:
+    """Whether an error message names one of the parameters (``NAME=`` or ``NAME[i]=``)."""
+    return any(
+        re.search(rf"(?<![\w.-]){re.escape(n)}(\[\d+\])*=", message) is not None for n in names
+    )
 
 
 # ------------------------------------------------- one class per registered example
@@ -282,9 +336,19 @@ def _contract_for(cls: type[Mechanism], index: int, example: Example) -> type[Me
             kwargs["horizon"] = horizon
         return cls(epsilon=epsilon, **kwargs)
 
+    def example_kwargs(self: MechanismContract, horizon: int) -> dict[str, Any]:
+        kwargs = example.kwargs(cls, horizon)
+        if bounded:
+            kwargs["horizon"] = horizon
+        return kwargs
+
     label = example.label(cls, 16).replace("-", "_")
     name = "Test_" + "".join(ch if ch.isalnum() else "_" for ch in label).strip("_")
-    return type(name, (MechanismContract,), {"make": make, "unbounded": not bounded})
+    return type(
+        name,
+        (MechanismContract,),
+        {"make": make, "example_kwargs": example_kwargs, "unbounded": not bounded},
+    )
 
 
 for _cls in MECHANISMS.values():

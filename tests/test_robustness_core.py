@@ -194,12 +194,12 @@ def test_online_run_checks_the_stream_length_before_drawing() -> None:
     gen = np.random.default_rng(0)
     before = gen.bit_generator.state
     counter = dpref.Binary(epsilon=1, horizon=4).online(rng=gen)
-    with pytest.raises(HorizonError, match="stream: length 6"):
+    with pytest.raises(HorizonError, match=r"stream=.*: length 6"):
         counter.run([1] * 6)
     assert gen.bit_generator.state == before
     assert counter.t == 0
     counter.run([1, 0])
-    with pytest.raises(HorizonError, match="stream: length 3 after 2 steps"):
+    with pytest.raises(HorizonError, match=r"stream=\[1, 0, 1\]: length 3 after 2 steps"):
         counter.run([1, 0, 1])
     assert counter.t == 2
 
@@ -239,3 +239,37 @@ def test_variance_at_accepts_integer_times() -> None:
     m = WindowSum(window=3, epsilon=1)
     assert m.variance_at([1, 2, 3]).tolist() == m.variance_at(np.arange(1, 4)).tolist()
     assert m.variance_at(np.array([3], dtype=np.uint8)).tolist() == m.variance(3)[2:].tolist()
+
+
+@_within_seconds
+@pytest.mark.parametrize("query", ["var", "std", "median", "percentile_90"])
+@pytest.mark.parametrize("model", ["unbounded", "bounded"])
+def test_range_universe_of_a_huge_release_is_refused_without_listing_it(
+    query: str, model: str
+) -> None:
+    """Issue 11: ``--universe-kind range --size 10**12`` hung while estimating its own
+    work (the estimate listed every record); it is now refused by the budget at once."""
+    from dpref.errors import EnumerationBudgetError
+    from dpref.sensitivity import global_sensitivity
+
+    with pytest.raises(EnumerationBudgetError, match="max_enumeration="):
+        global_sensitivity(
+            [0, 1, 5], size=10**12, query=query, hamming=3, model=model, universe="range"
+        )
+
+
+def test_the_sized_audit_and_plan_paths_have_documented_bounds() -> None:
+    """variance/plan at a horizon an unbounded mechanism accepts but cannot build (the
+    junk contract tests found T ≈ 10⁹ running for hours): refused, naming horizon."""
+    from dpref.mechanisms.base import MAX_PLAN_STEPS, MAX_VARIANCE_STEPS
+
+    hybrid = dpref.Hybrid(epsilon=1)
+    with pytest.raises(HorizonError, match=f"horizon={MAX_VARIANCE_STEPS + 1}"):
+        hybrid.variance(MAX_VARIANCE_STEPS + 1)
+    with pytest.raises(HorizonError, match=f"horizon={MAX_VARIANCE_STEPS + 1}"):
+        hybrid.variance_exact(MAX_VARIANCE_STEPS + 1)
+    with pytest.raises(HorizonError, match=f"horizon={MAX_PLAN_STEPS + 1}"):
+        hybrid.plan(MAX_PLAN_STEPS + 1)
+    with pytest.raises(HorizonError, match="horizon=4097"):
+        dpref.SimpleII(epsilon=1).plan(4097)  # T(T+1)/2 decoder nonzeros: 2^12 at most
+    assert dpref.SimpleII(epsilon=1).plan(4096).horizon == 4096

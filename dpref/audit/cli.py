@@ -25,6 +25,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from dpref.audit.limits import MAX_HORIZON, MAX_RUNS, MAX_SAMPLES, MAX_TIMEOUT
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
@@ -48,15 +49,6 @@ _FLAG_DEFAULTS = {"noise": "laplace", "domain": "bits", "neighbours": "replace"}
 _AUDIT_DEFAULTS = {"samples": 200_000, "confidence": 0.99, "events": "auto"}
 """``dpref audit``'s sampling flags, filled in likewise (``--exact`` uses none of them)."""
 
-
-MAX_SAMPLES = 10**9
-"""Largest ``--samples`` (per side): the docs' tightest audits use 10^7."""
-MAX_RUNS = 10**6
-"""Largest ``--runs``: conform keeps every run's T outputs in memory (default 2000)."""
-MAX_HORIZON = 10**5
-"""Largest ``--horizon`` (the docs audit T <= 64): every run and sample is T floats."""
-MAX_TIMEOUT = 86_400.0
-"""Largest ``--timeout``, seconds (one day per call of the target)."""
 
 _RANGES: dict[str, tuple[float, float]] = {
     "samples": (200, MAX_SAMPLES),

@@ -70,7 +70,7 @@ from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
-from dpref.validation import check_positive_int, fmt
+from dpref.validation import check_positive_int, check_probability_open, fmt, fmt_sequence
 
 __all__ = ["Check", "ConformReport", "conform", "crash_horizons"]
 
@@ -452,13 +452,34 @@ def _conform_options(
     n = check_positive_int("runs", _DEFAULT_RUNS if runs is None else runs)
     if n < 20:
         raise ParameterError(f"runs={n}: must be >= 20")
-    alpha = _DEFAULT_ALPHA if alpha is None else alpha
-    a = float(alpha)
-    if isinstance(alpha, bool) or not 0 < a < 1:
-        raise ParameterError(f"alpha={fmt(alpha)}: must be in (0, 1)")
+    a = float(check_probability_open("alpha", _DEFAULT_ALPHA if alpha is None else alpha))
     if reference.horizon is not None and reference.horizon < T:
         raise ParameterError(f"horizon={T}: exceeds the reference's horizon={reference.horizon}")
+    _check_noise_visible(reference, T)
     return tgt, T, n, a, reference.domain
+
+
+NOISE_RESOLUTION = Fraction(1, 2**30)
+"""The smallest node noise scale conformance accepts, relative to the largest output
+magnitude ``M = T·max(1, |lower|, |upper|)``.  A float64 output of magnitude M is
+rounded to within ``M·2⁻⁵³``; at a scale below ``M·2⁻³⁰`` that rounding is over ``2⁻²³``
+of the noise, and at ε = 2⁷⁰ it swallows the noise entirely (the recovered noise is 0
+and a correct target would be flagged).  Below it the noise cannot be tested."""
+
+
+def _check_noise_visible(reference: Mechanism, T: int) -> None:
+    """Reject a reference whose noise float64 outputs cannot show (before any target call)."""
+    d = reference.domain
+    magnitude = T * max(Fraction(1), abs(d.lower), abs(d.upper))
+    smallest = min(reference.nodes(T).scale_table)
+    if smallest < magnitude * NOISE_RESOLUTION:
+        raise ParameterError(
+            f"epsilon={str(reference.epsilon)[:60]}: the reference's smallest noise scale "
+            f"{float(smallest):.3g} is below 2^-30 of the outputs' magnitude "
+            f"{float(magnitude):.3g}; "
+            "float64 outputs cannot show noise that small, so conformance cannot be tested "
+            "(use a smaller epsilon)"
+        )
 
 
 def _test_stream(stream: Any, T: int, domain: Domain, gen: np.random.Generator) -> FloatArray:
@@ -467,7 +488,9 @@ def _test_stream(stream: Any, T: int, domain: Domain, gen: np.random.Generator) 
         return _random_stream(T, domain, gen)
     x = domain.check_stream("stream", stream)
     if x.size != T:
-        raise ParameterError(f"stream: length {x.size}, expected horizon={T}")
+        raise ParameterError(
+            f"stream={fmt_sequence(stream, x.shape)}: length {x.size}, expected horizon={T}"
+        )
     return x
 
 

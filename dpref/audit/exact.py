@@ -35,14 +35,19 @@ from typing import Any
 import numpy as np
 
 from dpref.audit.events import used_nodes
-from dpref.errors import ParameterError
+from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
+from dpref.validation import check_int_range, check_positive_int, fmt
 
 __all__ = ["EXACT_MAX_HORIZON", "ExactLoss", "exact_loss"]
 
 EXACT_MAX_HORIZON = 8
 """Largest T for which :func:`exact_loss` runs by default."""
+EXACT_HORIZON_LIMIT = 1024
+"""The largest ``max_horizon`` :func:`exact_loss` accepts: above 4096 neighbouring
+stream pairs it enumerates single-item changes (``O(T·|values|²)`` node-loss sums over a
+dense ``T × nodes`` decoder), which stays within seconds and a few hundred MB here."""
 
 
 @dataclass(frozen=True)
@@ -194,10 +199,17 @@ def _improves(total: Fraction | None, best: Fraction | None) -> bool:
 def exact_loss(mech: Mechanism, horizon: int, *, max_horizon: int = EXACT_MAX_HORIZON) -> ExactLoss:
     """The exact privacy loss of ``mech``'s outputs at T = ``horizon`` (see module doc).
 
-    Raises :class:`~dpref.errors.ParameterError` when ``horizon > max_horizon``.
+    Raises :class:`~dpref.errors.ParameterError` when ``horizon > max_horizon``;
+    ``max_horizon`` is at most :data:`EXACT_HORIZON_LIMIT`.
     """
+    if not isinstance(mech, Mechanism):
+        raise DprefTypeError(f"mech={fmt(mech)}: must be a dpref Mechanism")
+    horizon = check_positive_int("horizon", horizon)
+    max_horizon = check_int_range("max_horizon", max_horizon, 1, EXACT_HORIZON_LIMIT)
     if horizon > max_horizon:
-        raise ParameterError(f"horizon={horizon}: exact mode runs only for T <= {max_horizon}")
+        raise ParameterError(
+            f"horizon={horizon}: exact mode runs only for T <= max_horizon={max_horizon}"
+        )
     prob = _problem(mech, horizon)
     T, A, nodes = prob.T, prob.A, prob.nodes
     best: Fraction | None = Fraction(-1)

@@ -71,14 +71,23 @@ from dpref.audit.events import (
     used_nodes,
 )
 from dpref.audit.exact import EXACT_MAX_HORIZON, exact_loss
+from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES
 from dpref.audit.progress import Progress
 from dpref.audit.stats import cp_lower, cp_upper
 from dpref.audit.targets import Target, TargetFailure, as_target, seeded
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
+from dpref.noise import make_rng
 from dpref.plan import LinearPlan
-from dpref.validation import check_epsilon, check_positive_int, fmt
+from dpref.validation import (
+    check_choice,
+    check_epsilon,
+    check_flag,
+    check_int_range,
+    check_probability_open,
+    fmt,
+)
 
 __all__ = [
     "EXIT_CODES",
@@ -121,9 +130,24 @@ def standard_pairs(
     (:meth:`~dpref.domains.Domain.extremes`); a flip moves an item to the other one
     (for a random stream's item that is neither, to the farther one).
     ``extra_positions`` (0-based) adds items to flip — the audit adds the item a
-    known plan charges most (``argmax_i Σ_n |a_{n,i}|Δ/b_n``).
+    known plan charges most (``argmax_i Σ_n |a_{n,i}|Δ/b_n``).  ``horizon`` is at most
+    :data:`~dpref.audit.limits.MAX_HORIZON`; ``rng`` follows NEP 19.
     """
-    T = horizon
+    T = check_int_range("horizon", horizon, 1, MAX_HORIZON)
+    if not isinstance(domain, Domain):
+        raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
+    rng = make_rng(rng)
+    if isinstance(extra_positions, str | bytes):
+        raise DprefTypeError(f"extra_positions={fmt(extra_positions)}: must be a sequence of ints")
+    try:
+        extra = list(extra_positions)
+    except TypeError:
+        raise DprefTypeError(
+            f"extra_positions={fmt(extra_positions)}: must be a sequence of ints"
+        ) from None
+    extra_positions = [
+        check_int_range(f"extra_positions[{i}]", p, 0, T - 1) for i, p in enumerate(extra)
+    ]
     lo, hi = domain.extremes()
     bases = [
         (f"all-{_num(lo)}", np.full(T, lo)),
@@ -246,6 +270,7 @@ def audit(
         Show a tqdm progress bar on stderr (when installed and the run is long).
     """
     start = time.perf_counter()
+    exact = check_flag("exact", exact)
     opts = _audit_options(
         target,
         horizon=horizon,
@@ -311,27 +336,25 @@ def _audit_options(
     selection_fraction: float,
     timeout: float | None,
 ) -> _Options:
-    """Check the arguments of :func:`audit` (in its order of errors) and fill in defaults."""
+    """Check the arguments of :func:`audit` and fill in defaults: the sizes and choices
+    first (within :mod:`dpref.audit.limits`), then the target (a spec is loaded in a
+    worker only once everything else is known to be valid)."""
+    T = check_int_range("horizon", horizon, 1, MAX_HORIZON)
+    n_total = check_int_range("samples", samples, 200, MAX_SAMPLES)
+    conf = float(check_probability_open("confidence", confidence))
+    events = check_choice("events", events, ("auto", "blackbox", "plan"))
+    fraction = float(check_probability_open("selection_fraction", selection_fraction))
+    if reference is not None and not isinstance(reference, Mechanism):
+        raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
+    if domain is not None and not isinstance(domain, Domain):
+        raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
     tgt = as_target(target, timeout=timeout)
-    T = check_positive_int("horizon", horizon)
     if epsilon is None:
         if tgt.mechanism is None:
             raise ParameterError("epsilon=None: give the ε a black-box target claims")
         claimed = tgt.mechanism.declared_epsilon
     else:
         claimed = check_epsilon("epsilon", epsilon)
-    n_total = check_positive_int("samples", samples)
-    if n_total < 200:
-        raise ParameterError(f"samples={n_total}: must be >= 200")
-    conf = float(confidence)
-    if isinstance(confidence, bool) or not 0 < conf < 1:
-        raise ParameterError(f"confidence={fmt(confidence)}: must be in (0, 1)")
-    if events not in ("auto", "blackbox", "plan"):
-        raise ParameterError(f"events={fmt(events)}: must be 'auto', 'blackbox' or 'plan'")
-    if not 0 < float(selection_fraction) < 1:
-        raise ParameterError(f"selection_fraction={fmt(selection_fraction)}: must be in (0, 1)")
-    if reference is not None and not isinstance(reference, Mechanism):
-        raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
     if tgt.mechanism is not None:
         tgt.mechanism_at(T)
     plan_source = reference if reference is not None else tgt.mechanism
@@ -344,11 +367,7 @@ def _audit_options(
         )
     if domain is None:
         domain = plan_source.domain if plan_source is not None else bits()
-    if not isinstance(domain, Domain):
-        raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
-    return _Options(
-        tgt, T, claimed, n_total, conf, events, float(selection_fraction), plan_source, domain
-    )
+    return _Options(tgt, T, claimed, n_total, conf, events, fraction, plan_source, domain)
 
 
 def _neighbour_pairs(opts: _Options, pairs: Any, gen: np.random.Generator) -> list[NeighbourPair]:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpref.audit.audit_report import AuditReport
 from dpref.audit.l1loss import (
     SNAP_MAX_DENOMINATOR,
     SNAP_RELATIVE,
@@ -47,13 +48,14 @@ from dpref.audit.l1loss import (
     item_losses,
     stated_epsilon,
 )
+from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
-from dpref.audit.targets import Finding
+from dpref.audit.targets import Finding, seeded
 from dpref.domains import Domain, bits
-from dpref.errors import DprefTypeError, ParameterError
+from dpref.errors import DprefTypeError
 from dpref.mechanisms import Mechanism
-from dpref.validation import check_epsilon, check_positive_int, fmt
+from dpref.validation import check_choice, check_epsilon, check_int_range, fmt
 
 __all__ = [
     "SNAP_MAX_DENOMINATOR",
@@ -586,8 +588,8 @@ def _resolve(
     """The target's name, how to call it, its protocol (None: known once its worker
     loads it) and its own domain.  Third-party code runs in a worker process; only
     dpref's own mechanisms are called in this process."""
-    if protocol is not None and protocol not in PROTOCOLS:
-        raise ParameterError(f"protocol={fmt(protocol)}: must be 'rng' or 'callback'")
+    if protocol is not None:
+        protocol = check_choice("protocol", protocol, tuple(PROTOCOLS))
     if isinstance(target, Mechanism):
         fn = mechanism_target(target)
         return repr(target), InProcessRunner(fn, "rng"), "rng", target.domain
@@ -634,12 +636,16 @@ def exact_audit(
     (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.runners`).
     """
     start = time.perf_counter()
-    T = check_positive_int("horizon", horizon)
+    T = check_int_range("horizon", horizon, 1, MAX_EXACT_HORIZON)
     claimed = None if epsilon is None else check_epsilon("epsilon", epsilon)
-    if isinstance(checks, bool) or not isinstance(checks, int) or checks < 1:
-        raise ParameterError(f"checks={fmt(checks)}: must be an int >= 1")
+    checks = check_int_range("checks", checks, 1, MAX_CHECKS)
     if domain is not None and not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
+    if protocol is not None:
+        protocol = check_choice("protocol", protocol, tuple(PROTOCOLS))
+    if sampled is not None and not isinstance(sampled, AuditReport):
+        raise DprefTypeError(f"sampled={fmt(sampled)}: must be an AuditReport or None")
+    rng = seeded(seed)
     name, default_run, proto, own_domain = _resolve(target, protocol, timeout, memory_limit)
     dom = domain if domain is not None else (own_domain if own_domain is not None else bits())
     run = runner if runner is not None else default_run
@@ -648,7 +654,6 @@ def exact_audit(
     try:
         if isinstance(run, WorkerRunner):
             proto = run.start(T)
-        rng = np.random.default_rng(seed)
         structure, findings = recover_structure(run, T, dom, rng=rng, checks=checks)
     except CallFailure as failed:  # the worker could not even be started
         findings = [failed.finding]
@@ -658,7 +663,8 @@ def exact_audit(
     shown = proto if proto is not None else protocol_of(None, None)
     report = StructuralReport(name, T, shown, dom.name, dom.sensitivity, claimed, findings=findings)
     if sampled is not None:
-        report.sampled_lower_bound = float(sampled.epsilon_lower_bound)
+        lb = sampled.epsilon_lower_bound
+        report.sampled_lower_bound = None if lb is None else float(lb)
         report.sampled_confidence = float(sampled.confidence)
     if structure is not None:
         _fill(report, structure, dom.sensitivity)

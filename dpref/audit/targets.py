@@ -126,7 +126,7 @@ class TargetFailure(Exception):
         self.finding = finding
 
 
-def load_callable(spec: str) -> tuple[str, TargetFn]:
+def load_callable(target: str) -> tuple[str, TargetFn]:
     """Load ``package.module:function`` or ``path/to/file.py:function`` into *this* process.
 
     Audits never use it (they import a spec only in a worker process); it is kept for
@@ -134,12 +134,14 @@ def load_callable(spec: str) -> tuple[str, TargetFn]:
     module, ``SystemExit`` included, becomes a :class:`~dpref.errors.TargetError`
     naming the target.
     """
+    if not isinstance(target, str):
+        raise DprefTypeError(f"target={fmt(target)}: must be a 'module:function' string")
     try:
-        return spec, import_target(spec)
+        return target, import_target(target)
     except LoadError as exc:
-        raise TargetError(f"target={fmt(spec)}: {exc}") from None
+        raise TargetError(f"target={fmt(target)}: {exc}") from None
     except SystemExit as exc:
-        raise TargetError(f"target={fmt(spec)}: importing it raised SystemExit: {exc}") from None
+        raise TargetError(f"target={fmt(target)}: importing it raised SystemExit: {exc}") from None
 
 
 def _discrete_noise(
@@ -421,7 +423,7 @@ def _clean(text: str) -> str:
 
 
 def as_target(
-    obj: Any, *, timeout: float | None = 60.0, memory_limit: int | None = DEFAULT_MEMORY_LIMIT
+    target: Any, *, timeout: float | None = 60.0, memory_limit: int | None = DEFAULT_MEMORY_LIMIT
 ) -> Target:
     """A :class:`Target` from a Target, a Mechanism, a callable or a spec string.
 
@@ -441,31 +443,31 @@ def as_target(
             raise DprefTypeError(f"memory_limit={fmt(memory_limit)}: must be a number of bytes")
         if memory_limit < 1 << 20:
             raise ParameterError(f"memory_limit={fmt(memory_limit)}: must be >= 1 MiB (1048576)")
-    if isinstance(obj, Target):
-        return obj
-    if isinstance(obj, Mechanism):
-        return Target(repr(obj), mechanism=obj, timeout=timeout)
-    if isinstance(obj, str):
-        bad = check_spec(obj)
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, Mechanism):
+        return Target(repr(target), mechanism=target, timeout=timeout)
+    if isinstance(target, str):
+        bad = check_spec(target)
         if bad is not None:
-            raise TargetError(f"target={fmt(obj)}: {bad}")
-        tgt = Target(obj, spec=obj, timeout=timeout, memory_limit=memory_limit)
+            raise TargetError(f"target={fmt(target)}: {bad}")
+        tgt = Target(target, spec=target, timeout=timeout, memory_limit=memory_limit)
         try:
             tgt.start()
         except TargetFailure:
             pass  # recorded: the audit reports it
         return tgt
-    if callable(obj):
-        name = getattr(obj, "__qualname__", None) or repr(obj)
-        module = getattr(obj, "__module__", None)
+    if callable(target):
+        name = getattr(target, "__qualname__", None) or repr(target)
+        module = getattr(target, "__module__", None)
         return Target(
             f"{module}:{name}" if module else str(name),
-            func=obj,
+            func=target,
             timeout=timeout,
             memory_limit=memory_limit,
         )
     raise DprefTypeError(
-        f"target={fmt(obj)}: must be a Mechanism, a callable f(stream, rng) or 'module:function'"
+        f"target={fmt(target)}: must be a Mechanism, a callable f(stream, rng) or 'module:function'"
     )
 
 

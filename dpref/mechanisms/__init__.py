@@ -18,6 +18,7 @@ from dpref.mechanisms.base import (
 )
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
+from dpref.mechanisms.elders import Elders
 
 __all__ = [
     "EXACT",
@@ -25,6 +26,7 @@ __all__ = [
     "AllWindowSum",
     "Binary",
     "BudgetTerm",
+    "Elders",
     "ExactOps",
     "Example",
     "ExponentialSum",

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.domains import Domain, bits
-from dpref.errors import DprefTypeError, HorizonError, ParameterError
+from dpref.errors import DprefTypeError, EnumerationBudgetError, HorizonError, ParameterError
 from dpref.lower_bounds import Decay
 from dpref.noise import (
     NoiseKind,
@@ -47,6 +47,7 @@ from dpref.validation import (
     check_real_vector,
     check_runs,
     fmt,
+    fmt_sequence,
 )
 
 __all__ = [
@@ -112,6 +113,13 @@ MAX_STEPS = 2**31
 """Largest T of the paths that build one value per step (``release``, ``release_many``,
 ``plan``, ``variance``, ``variance_exact``, ``nodes``, ``node_noise``): they need Θ(T) memory
 and time (a float64 array of 2^31 steps is 16 GiB; scipy indexes sparse matrices in int32)."""
+MAX_VARIANCE_STEPS = 2**20
+"""Largest T of ``variance``/``variance_exact``: one exact Fraction per step (Hybrid, the
+slowest, takes tens of seconds at 2^20 = 1,048,576 on the 2-core machine)."""
+MAX_PLAN_STEPS = 2**16
+"""Default largest T of ``plan``: the explicit plan holds every node's interval and the
+decoder's nonzeros (Two-Level, the slowest, takes seconds at 2^16).  A class whose plan is
+denser lowers it (:attr:`Mechanism.max_plan_steps`)."""
 
 
 @dataclass(frozen=True)
@@ -273,6 +281,11 @@ class Mechanism(ABC):
     e.g. ``"proofs/counting.py"``; a subclass that sets none is held to its parent's."""
     docs: ClassVar[str | None] = None
     """The documentation page that defines this mechanism, e.g. ``"docs/counting.md"``."""
+    max_plan_steps: ClassVar[int] = MAX_PLAN_STEPS
+    """The largest T :meth:`plan` builds (:data:`MAX_PLAN_STEPS` unless the plan is denser)."""
+    opens_nodes: ClassVar[bool] = False
+    """Whether outputs use nodes before their interval ends (through partial sums whose
+    later items cancel); then :meth:`release_times` is passed to the plan."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -305,6 +318,38 @@ class Mechanism(ABC):
             for name, text in _numpydoc_parameters(inspect.getdoc(cls) or "").items()
             if name in cls.parameters()
         }
+
+    @classmethod
+    def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
+        """The parameterisations ``dpref frontier`` compares at T = ``horizon``: constructor
+        keywords besides ``epsilon`` and ``horizon``, each value resolved at T.
+
+        Default: one per distinct :attr:`examples` entry (a class overrides this to offer
+        more, e.g. every arity k of a tree).
+        """
+        t = check_int_range("horizon", horizon, 1, MAX_HORIZON)
+        out: list[dict[str, Any]] = []
+        for example in cls.examples:
+            kw = {k: (v(t) if callable(v) else v) for k, v in example.params.items()}
+            if kw not in out:
+                out.append(kw)
+        return out
+
+    def variance_counts(
+        self, horizon: int | None = None
+    ) -> tuple[Fraction | tuple[Fraction, ...], npt.NDArray[np.integer[Any]]] | None:
+        """A vectorised exact form of :meth:`variance_exact` (Laplace noise), or None.
+
+        Either ``(unit, n)`` with ``n`` of shape (T,) and ``Var(out_t) = unit · n_t``, or
+        ``(units, n)`` with ``n`` of shape (len(units), T) and ``Var(out_t) = Σ_i units_i ·
+        n_{i,t}`` (integer arrays of any integer dtype).  ``dpref frontier`` reads it at
+        large T, where a per-step list of Fractions is too slow.
+        """
+        return None
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The most floats the online counter holds at once up to T (None: not declared)."""
+        return None
 
     def decay(self) -> Decay | None:
         """The decay function g of the target ``F(t) = Σ g(t−i) x_i`` (None: not a decayed
@@ -434,9 +479,12 @@ class Mechanism(ABC):
         """A streaming counter drawing node noise in canonical order (or using ``noise``)."""
 
     # --------------------------------------------------------------- helpers
-    def _horizon_for(self, horizon: int | None, name: str = "horizon") -> int:
+    def _horizon_for(
+        self, horizon: int | None, name: str = "horizon", limit: int = MAX_STEPS
+    ) -> int:
         """T for a path that builds one value per step (plan, variance, node noise):
-        the given or own horizon, at most the mechanism's and at most :data:`MAX_STEPS`."""
+        the given or own horizon, at most the mechanism's and at most ``limit``
+        (:data:`MAX_STEPS`, :data:`MAX_VARIANCE_STEPS` or :attr:`max_plan_steps`)."""
         if horizon is None:
             if self.horizon is None:
                 raise ParameterError(f"{name}=None: give T for an unbounded mechanism")
@@ -445,20 +493,36 @@ class Mechanism(ABC):
             t = check_positive_int(name, horizon)
             if self.horizon is not None and t > self.horizon:
                 raise HorizonError(f"{name}={t}: exceeds the mechanism's horizon={self.horizon}")
-        if t > MAX_STEPS:
+        if t > limit:
             raise HorizonError(
-                f"{name}={fmt(t)}: above MAX_STEPS=2^31; this path builds one value per step "
-                "(Θ(T) memory and time); online() steps through longer streams"
+                f"{name}={fmt(t)}: above {limit} (2^{limit.bit_length() - 1}); this path "
+                "builds one value per step (Θ(T) memory and time); online() steps through "
+                "longer streams"
             )
         return t
+
+    def _variance_horizon(self, horizon: int | None) -> int:
+        """T for ``variance``/``variance_exact`` (at most :data:`MAX_VARIANCE_STEPS`)."""
+        return self._horizon_for(horizon, limit=MAX_VARIANCE_STEPS)
 
     def _stream(self, stream: Any) -> FloatArray:
         limit = MAX_STEPS if self.horizon is None else min(self.horizon, MAX_STEPS)
         return self.domain.check_stream("stream", stream, horizon=limit)
 
+    def _stream_node_count(self, stream: Any, x: FloatArray) -> int:
+        """The node count for a release of ``x``; a stream too long for an enumeration
+        budget is an error about ``stream`` (the caller chose its length), not ``horizon``."""
+        try:
+            return self.node_count(x.size)
+        except EnumerationBudgetError as exc:
+            raise EnumerationBudgetError(
+                f"stream={fmt_sequence(stream, x.shape)}: {len(x)} items; {exc}"
+            ) from None
+
     def plan(self, horizon: int | None = None) -> LinearPlan:
-        """The explicit linear plan at T = ``horizon`` (default: the mechanism's T)."""
-        t = self._horizon_for(horizon)
+        """The explicit linear plan at T = ``horizon`` (default: the mechanism's T), for
+        T up to :attr:`max_plan_steps`."""
+        t = self._horizon_for(horizon, limit=self.max_plan_steps)
         nodes = self.nodes(t)
         weight_idx = (
             nodes.weight_idx if nodes.weight_idx is not None else np.zeros(nodes.size, np.int64)
@@ -478,6 +542,7 @@ class Mechanism(ABC):
             declared_epsilon=self.declared_epsilon,
             base=self.base,
             expected_privacy_sum=self.expected_privacy_sum(t),
+            release=self.release_times(t) if self.opens_nodes else None,
         )
 
     def node_noise(self, horizon: int, rng: Any = None, runs: int | None = None) -> FloatArray:
@@ -505,7 +570,8 @@ class Mechanism(ABC):
             arr = check_real_vector("noise", noise)
             if arr.size != n_nodes:
                 raise ParameterError(
-                    f"noise: expected {n_nodes} node values in canonical order, got {arr.size}"
+                    f"noise={fmt_sequence(noise, arr.shape)}: expected {n_nodes} node values "
+                    f"in canonical order, got {arr.size}"
                 )
             return arr
         try:
@@ -513,7 +579,10 @@ class Mechanism(ABC):
         except (ValueError, TypeError, OverflowError) as exc:
             raise DprefTypeError(f"noise={fmt(noise)}: not an array of numbers ({exc})") from None
         if arr2.shape != (runs, n_nodes) or not np.all(np.isfinite(arr2)):
-            raise ParameterError(f"noise: expected a finite array of shape ({runs}, {n_nodes})")
+            raise ParameterError(
+                f"noise={fmt_sequence(noise, arr2.shape)}: expected a finite array of shape "
+                f"({runs}, {n_nodes})"
+            )
         return arr2
 
     # ---------------------------------------------------------------- release
@@ -525,11 +594,12 @@ class Mechanism(ABC):
         """
         x = self._stream(stream)
         t = x.size
+        n_nodes = self._stream_node_count(stream, x)
         if noise is None:
             gen = make_rng(rng)
             z = self.node_noise(t, gen)
         else:
-            z = self._check_noise(noise, self.node_count(t))
+            z = self._check_noise(noise, n_nodes)
         out = self.combine(z, t)
         out += self._target_checked(x)
         return out
@@ -545,18 +615,19 @@ class Mechanism(ABC):
         x = self._stream(stream)
         n_runs = check_runs("runs", runs)
         t = x.size
+        n_nodes = self._stream_node_count(stream, x)
         if noise is None:
             gen = make_rng(rng)
             z = self.node_noise(t, gen, runs=n_runs)
         else:
-            z = self._check_noise(noise, self.node_count(t), runs=n_runs)
+            z = self._check_noise(noise, n_nodes, runs=n_runs)
         out = self.combine(z, t)
         out += self._target_checked(x)
         return out
 
     def variance(self, horizon: int | None = None) -> FloatArray:
         """Exact per-step variance of the release error (as floats)."""
-        t = self._horizon_for(horizon)
+        t = self._variance_horizon(horizon)
         if self.noise == "laplace":
             return np.array([float(v) for v in self.variance_exact(t)], dtype=np.float64)
         plan = self.plan(t)
@@ -645,7 +716,8 @@ class OnlineCounter(ABC):
         horizon = self.mechanism.horizon
         if horizon is not None and self.t + arr.size > horizon:
             raise HorizonError(
-                f"stream: length {arr.size} after {self.t} steps goes past the horizon={horizon}"
+                f"stream={fmt_sequence(stream, arr.shape)}: length {arr.size} after {self.t} "
+                f"steps goes past the horizon={horizon}"
             )
         return np.array([self.step(v) for v in arr.tolist()], dtype=np.float64)
 

@@ -132,6 +132,14 @@ class SimpleI(_UniformCounting):
         delta = s.get("sensitivity", self.sensitivity)
         return [RowTerm("prefix", 1, 1, T * delta / eps)]
 
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(2(TΔ/ε)², 1)``."""
+        return 2 * self._scale() ** 2, np.ones(self._horizon_for(horizon), dtype=np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The running count."""
+        return 1
+
     def _scale(self) -> Fraction:
         assert self.horizon is not None
         return Fraction(self.horizon) * self.sensitivity / self.epsilon
@@ -148,7 +156,7 @@ class SimpleI(_UniformCounting):
         return _ones_sparse((horizon, horizon), idx, idx)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t = self._horizon_for(horizon)
+        t = self._variance_horizon(horizon)
         return [2 * self._scale() ** 2] * t
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
@@ -184,6 +192,7 @@ class SimpleII(_UniformCounting):
 
     name = "simple2"
     needs_horizon = False
+    max_plan_steps = 2**12  # the decoder is lower-triangular ones: T(T+1)/2 nonzeros
     examples = (Example(bounded=True, horizons=(9,)), Example(bounded=False, horizons=(9,)))
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
@@ -197,6 +206,14 @@ class SimpleII(_UniformCounting):
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [RowTerm("item", t, 1, delta / eps)]
+
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(2(Δ/ε)², t)``."""
+        return 2 * self._scale() ** 2, np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The running sum of noisy items."""
+        return 1
 
     def _scale(self) -> Fraction:
         return self.sensitivity / self.epsilon
@@ -213,7 +230,7 @@ class SimpleII(_UniformCounting):
         return _ones_sparse((horizon, horizon), rows, cols)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t = self._horizon_for(horizon)
+        t = self._variance_horizon(horizon)
         unit = 2 * self._scale() ** 2
         return [k * unit for k in range(1, t + 1)]
 
@@ -303,6 +320,16 @@ class TwoLevel(_UniformCounting):
             RowTerm("item", t % B, 1, 2 * delta / eps),
         ]
 
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(2(2Δ/ε)², ⌊t/B⌋ + t mod B)``."""
+        t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+        B = self.block_size
+        return 2 * self._scale() ** 2, t // B + t % B
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """Released blocks' sum, the current block's noisy items and its true sum."""
+        return 3
+
     def _scale(self) -> Fraction:
         return 2 * self.sensitivity / self.epsilon
 
@@ -360,7 +387,7 @@ class TwoLevel(_UniformCounting):
         )
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t_max = self._horizon_for(horizon)
+        t_max = self._variance_horizon(horizon)
         B = self.block_size
         unit = 2 * self._scale() ** 2
         return [unit * (t // B + t % B) for t in range(1, t_max + 1)]
@@ -464,6 +491,17 @@ class Binary(_UniformCounting):
         L = self.levels(T, ops)
         return [RowTerm("level", ops.popcount(t), 1, L * delta / eps)]
 
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(2(LΔ/ε)², popcount(t))``."""
+        t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+        return 2 * self._scale() ** 2, np.bitwise_count(t).astype(np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """Per level the open p-sum and its noisy value, and the running total."""
+        T = self.horizon if horizon is None else horizon
+        assert T is not None
+        return 2 * floor_log2(T) + 3
+
     def _scale(self) -> Fraction:
         assert self.horizon is not None
         return Fraction(self.levels(self.horizon)) * self.sensitivity / self.epsilon
@@ -485,7 +523,7 @@ class Binary(_UniformCounting):
         return _ones_sparse((horizon, horizon), rows, cols)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t_max = self._horizon_for(horizon)
+        t_max = self._variance_horizon(horizon)
         unit = 2 * self._scale() ** 2
         return [_popcount(t) * unit for t in range(1, t_max + 1)]
 
@@ -595,6 +633,25 @@ class Hybrid(_Counting):
             RowTerm("binary_k", ops.popcount(r), 1, 2 * k * delta / eps),
         ]
 
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(8(Δ/ε)², (k+1) + max(k,1)²·popcount(r))`` at ``t = 2^k + r``: both scales are
+        multiples of ``2Δ/ε`` (``2(2Δ/ε)² = 8(Δ/ε)²``, ``2(2kΔ/ε)² = k²·8(Δ/ε)²``)."""
+        t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+        k = np.floor(np.log2(t)).astype(np.int64)
+        k += (1 << (k + 1)) <= t  # exact ⌊log₂t⌋ whatever the float rounding
+        k -= (1 << k) > t
+        r = t - (1 << k)
+        unit = 2 * self._log_scale() ** 2
+        return unit, (k + 1) + np.maximum(k, 1) ** 2 * np.bitwise_count(r).astype(np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The log part's total and block sum, and one Binary state (``2k + 1`` floats for
+        the k-th instance, ``k ≤ ⌊log₂T⌋``)."""
+        T = self.horizon if horizon is None else horizon
+        if T is None:
+            return None
+        return 2 + 2 * max(1, floor_log2(T)) + 1
+
     def _log_scale(self) -> Fraction:
         return 2 * self.sensitivity / self.epsilon
 
@@ -640,7 +697,7 @@ class Hybrid(_Counting):
         return _ones_sparse((horizon, horizon), rows, cols)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t_max = self._horizon_for(horizon)
+        t_max = self._variance_horizon(horizon)
         log_unit = 2 * self._log_scale() ** 2
         out = []
         for t in range(1, t_max + 1):

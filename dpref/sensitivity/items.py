@@ -10,8 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from dpref.errors import ParameterError
-from dpref.validation import check_fraction, fmt
+from dpref.validation import check_choice, check_fraction
 
 if TYPE_CHECKING:
     from dpref.sensitivity.model import Model
@@ -28,12 +27,11 @@ def stream_item_sensitivity(lower: Fraction, upper: Fraction, neighbours: str) -
     (``max(|lower|, |upper|)``).  The stream mechanisms and the calculator therefore
     agree by construction.
     """
-    if neighbours == "replace":
-        model: Model = "bounded"
-    elif neighbours == "add_remove":
-        model = "unbounded"
-    else:
-        raise ParameterError(f"neighbours={fmt(neighbours)}: must be 'replace' or 'add_remove'")
+    model: Model = (
+        "bounded"
+        if check_choice("neighbours", neighbours, ("replace", "add_remove")) == "replace"
+        else "unbounded"
+    )
     lo = check_fraction("lower", lower)
     hi = check_fraction("upper", upper)
     from dpref.sensitivity.api import exact_global_sensitivity  # the calculator, on first use

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpref.errors import DprefTypeError, EnumerationBudgetError, ParameterError
 from dpref.sensitivity.queries import _parse_query, _Query
-from dpref.validation import check_choice, check_fraction, check_int_range, fmt
+from dpref.validation import check_choice, check_fraction, check_int_range, fmt, fmt_sequence
 
 __all__ = ["DEFAULT_MAX_ENUMERATION", "Model", "UniverseKind"]
 
@@ -84,7 +84,7 @@ def _check_values(values: Any) -> list[int | Fraction]:
         raise DprefTypeError(f"values={fmt(values)}: must be a 1-D sequence of numbers")
     if isinstance(values, np.ndarray):
         if values.ndim != 1:
-            raise DprefTypeError(f"values: must be 1-D, got shape {values.shape}")
+            raise DprefTypeError(f"values={fmt_sequence(values, values.shape)}: must be 1-D")
         items: list[Any] = values.tolist()
     else:
         try:

@@ -115,11 +115,16 @@ def _bounded_cores(total: int, core: int, k: int) -> Iterator[tuple[int, int, tu
                 yield start, span, holes
 
 
-def _moment_work(prob: _Problem) -> int:
+def _moment_work(prob: _Problem, budget: int) -> int:
+    """The number of steps of :func:`_fast_moment`, estimated in time independent of the
+    release size (a range universe of n = 10¹² records must not be listed to be refused);
+    any value above ``budget`` is only known to exceed it."""
     n, k = prob.n, prob.k
     if prob.model == "bounded":
-        total = len(_people(prob, n))
+        total = sum(_caps_for(prob, n))
         core = n - k
+        if k + 1 > budget:  # the sum below has k + 1 terms
+            return k + 1
         cores = sum(
             max(0, total - core - h + 1) * (math.comb(max(core + h - 2, 0), h) if core else 1)
             for h in range(k + 1 if core else 1)
@@ -127,8 +132,10 @@ def _moment_work(prob: _Problem) -> int:
         return cores * (total + 2 * k + 2)
     work = 0
     for small, big in prob.unbounded_sides():
-        total = len(_people(prob, big))
+        total = sum(_caps_for(prob, big))
         work += (total + 1) * (k + 1) + (total + 1) * (small + 1)
+        if work > budget:
+            return work
         if prob.query.kind == "std" and _std_down_needs_search(small, big):
             caps = _caps_for(prob, big)
             work += _count_submultisets(caps, small) * (len(prob.vals) * k + k + 2)
@@ -199,7 +206,7 @@ def _fast_moment(prob: _Problem, budget: int) -> Fraction | float:
     .. [2] C. Dwork, A. Roth, "The Algorithmic Foundations of Differential Privacy",
        2014, Def. 3.1 (ℓ1 sensitivity).
     """
-    _check_budget(_moment_work(prob), budget, "structured var/std candidates")
+    _check_budget(_moment_work(prob, budget), budget, "structured var/std candidates")
     if prob.model == "bounded":
         return _bounded_moment(prob)
     if prob.query.kind == "std":

@@ -85,8 +85,8 @@ def _fast_percentile(prob: _Problem, budget: int) -> Fraction:
             return Fraction(0)
         wn = _percentile_weights(n, p)
         jobs.append((n + j, {c + j: w for c, w in wn.items()}, wn))
-    people = _people(prob, max(size for size, _, _ in jobs))
     _check_budget(sum(4 * (size + 1) for size, _, _ in jobs), budget, "percentile candidates")
+    people = _people(prob, max(size for size, _, _ in jobs))  # O(size): after the budget
     best = Fraction(0)
     for size, plus, minus in jobs:
         den = math.lcm(*(w.denominator for w in (*plus.values(), *minus.values())))

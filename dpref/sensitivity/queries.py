@@ -94,7 +94,18 @@ def evaluate_query(query: str, values: Sequence[Fraction], *, percentile: Any = 
     The empty dataset has count and sum 0; the other queries raise ``ParameterError``.
     """
     q = _parse_query(query, percentile)
-    return _evaluate(q, sorted(Fraction(v) for v in values))
+    return _evaluate(q, sorted(_dataset(values)))
+
+
+def _dataset(values: Any) -> list[Fraction]:
+    """A dataset as exact Fractions: a 1-D sequence of real numbers (the empty one too)."""
+    if isinstance(values, str | bytes) or getattr(values, "ndim", 1) != 1:
+        raise DprefTypeError(f"values={fmt(values)}: must be a 1-D sequence of numbers")
+    try:
+        items = list(values)
+    except TypeError:
+        raise DprefTypeError(f"values={fmt(values)}: must be a 1-D sequence of numbers") from None
+    return [check_fraction(f"values[{i}]", v) for i, v in enumerate(items)]
 
 
 def _evaluate(q: _Query, xs: Sequence[Fraction]) -> Any:

@@ -114,7 +114,7 @@ class _Decayed(Mechanism):
 
     def variance(self, horizon: int | None = None) -> FloatArray:
         """Exact per-step variance as floats (vectorised for Laplace noise)."""
-        t = self._horizon_for(horizon)
+        t = self._variance_horizon(horizon)
         if self.noise == "laplace":
             return self.variance_at(np.arange(1, t + 1, dtype=np.int64))
         return super().variance(t)

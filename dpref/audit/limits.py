@@ -1,0 +1,35 @@
+"""The documented ranges of the audit tools' size parameters (API and CLI alike).
+
+Every size an auditor chooses multiplies the work: a sample is ``T`` floats per side, a
+conformance run ``T`` floats kept in memory, an exact audit a dense ``T × draws``
+system.  Beyond these ranges the work is not bounded on an 8 GB laptop, so
+:func:`~dpref.audit.audit`, :func:`~dpref.audit.conform.conform`,
+:func:`~dpref.audit.exact_audit` and their command lines reject the value with a
+:class:`~dpref.errors.ParameterError` naming it, before anything runs.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MAX_CHECKS",
+    "MAX_EXACT_HORIZON",
+    "MAX_HORIZON",
+    "MAX_RUNS",
+    "MAX_SAMPLES",
+    "MAX_TIMEOUT",
+]
+
+MAX_SAMPLES = 10**9
+"""Largest number of samples per side of an audit (the docs' tightest audits use 10^7)."""
+MAX_RUNS = 10**6
+"""Largest number of conformance runs (each keeps its T outputs in memory; default 2000)."""
+MAX_HORIZON = 10**5
+"""Largest T of a sampled audit or a conformance check (the docs audit T <= 64)."""
+MAX_EXACT_HORIZON = 1024
+"""Largest T of an exact (noise-injecting) audit: it solves a dense system of T outputs
+by the number of draws (Binary: 0.7 s at T = 256, 8.3 s and 120 MB at T = 1024 on the
+2-core machine; the cost grows faster than T²)."""
+MAX_CHECKS = 1000
+"""Largest number of random verification points of an exact audit (default 4)."""
+MAX_TIMEOUT = 86_400.0
+"""Largest per-call timeout, seconds (one day per call of the target)."""
