@@ -113,22 +113,24 @@ def test_polynomial_parameters_beyond_range_are_rejected(kwargs: str, name: str)
     _rejects(f"dpref.PolynomialSum({kwargs}, epsilon=1).release([1])", name)
 
 
-def test_polynomial_small_beta_in_range_is_fast() -> None:
-    """β = 10⁻³ at T = 100 took over 20 s (one breakpoint per empty step of g').  The
-    default (decaying) allocation adds one mpmath power per non-empty instance."""
+def test_polynomial_small_beta_in_range_finishes() -> None:
+    """β = 10⁻³ at T = 100 took over 20 s (one breakpoint per empty step of g'), and
+    β = 1 − 2⁻¹⁰ with c = 16 hung.  The subprocess's 60 s timeout is only a hang guard
+    (no speed is asserted; ``dpref bench`` times PolynomialSum's release)."""
     out = _run(
         """
-        import time, dpref
+        import dpref
         from fractions import Fraction
-        t = time.perf_counter()
-        dpref.PolynomialSum(c=1.5, beta=1e-3, epsilon=1).release([1] * 100, rng=0)
-        dpref.PolynomialSum(c=16, beta=Fraction(1, 1024), epsilon=1).release([1] * 100, rng=0)
-        dpref.PolynomialSum(c=16, beta=1 - Fraction(1, 1024), epsilon=1).release([1] * 100, rng=0)
-        print(time.perf_counter() - t)
+        cases = [(1.5, 1e-3), (16, Fraction(1, 1024)), (16, 1 - Fraction(1, 1024))]
+        outs = [
+            dpref.PolynomialSum(c=c, beta=b, epsilon=1).release([1] * 100, rng=0)
+            for c, b in cases
+        ]
+        print(sum(o.size for o in outs))
         """,
         timeout=60,
     )
-    assert float(out) < 30
+    assert int(out) == 300
 
 
 @pytest.mark.parametrize(
