@@ -547,10 +547,19 @@ class LinearPlan:
     def item_privacy_sums(self) -> list[Fraction]:
         """Per item i: ``Σ_n |a_{n,i}| Δ / b_n``, exact."""
         T = self.horizon
+        # only the (weight, scale) pairs that occur: with one weight and one scale per
+        # instance (PolynomialSum) the full product table is quadratic in the instances
+        n_s = len(self.scale_table)
+        pairs, group = np.unique(
+            self.weight_idx.astype(np.int64) * n_s + self.scale_idx, return_inverse=True
+        )
+        group = group.reshape(-1)
         eps_node = [
-            abs(w) * self.sensitivity / b for w in self.weight_table for b in self.scale_table
+            abs(self.weight_table[int(p) // n_s])
+            * self.sensitivity
+            / self.scale_table[int(p) % n_s]
+            for p in pairs
         ]
-        group = self.weight_idx * len(self.scale_table) + self.scale_idx
         if self.base == 1:
             n_groups = len(eps_node)
             diff = np.zeros((T + 1, n_groups), dtype=np.int64)
@@ -593,8 +602,13 @@ class LinearPlan:
         """``Var(out_t) = 2 Σ_n r_{t,n}² b_n²`` for Laplace node noise, exact, t = 1..T."""
         R = self.recombination
         n_s = len(self.scale_table)
-        group = R.idx * n_s + self.scale_idx[R.indices]
-        weights = [2 * r * r * b * b for r in R.table for b in self.scale_table]
+        pairs, group = np.unique(
+            R.idx.astype(np.int64) * n_s + self.scale_idx[R.indices], return_inverse=True
+        )
+        group = group.reshape(-1)
+        weights = [
+            2 * R.table[int(p) // n_s] ** 2 * self.scale_table[int(p) % n_s] ** 2 for p in pairs
+        ]
         n_groups = len(weights)
         counts = np.zeros((self.horizon, n_groups), dtype=np.int64)
         np.add.at(counts, (R.row_of_entry(), group), 1)
