@@ -184,7 +184,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("dpref.domains", "dpref.plan", "dpref.lower_bounds", "dpref.sensitivity"),
     ("dpref.mechanisms",),
     ("dpref.registry", "dpref.golden"),
-    ("dpref.audit", "proofs.core", "proofs.counting", "proofs.decayed", "proofs.registry"),
+    (
+        "dpref.audit",
+        "proofs.core",
+        "proofs.counting",
+        "proofs.decayed",
+        "proofs.trees",
+        "proofs.registry",
+    ),
     ("dpref.verify", "dpref.bench", "dpref.cli.common"),
     (
         "dpref.verify.",
