@@ -586,8 +586,14 @@ class _Tree(Mechanism):
     def noise_scales(self, horizon: int) -> FloatArray | float:
         if len(self._scale_table) == 1:
             return float(self._scale_floats[0])
+        held = self.__dict__.get("_scales_at")
+        if held is not None and held[0] == horizon:
+            out: FloatArray = held[1]
+            return out
         _, level = self._node_levels(horizon)
-        out: FloatArray = self._scale_floats[level]
+        out = self._scale_floats[level]
+        out.setflags(write=False)
+        self._scales_at = (horizon, out)  # the last horizon's per-node scales (read-only)
         return out
 
     def recombination(self, horizon: int) -> ExactSparse:
@@ -666,16 +672,21 @@ class _Tree(Mechanism):
         k = self.k
         _, pos = _LAYOUTS.get((horizon, k))
         lead = noise.shape[:-1]
-        est = noise[..., pos[0]]
-        y = est.copy()
+        est = np.take(noise, pos[0], axis=-1)
+        y = est  # level 0's estimates; each level's children are summed before y changes
         p = 1
         for h in range(1, len(pos)):
             p *= k
             n_h = pos[h].size
-            child = est[..., : n_h * k].reshape((*lead, n_h, k)).sum(axis=-1)
+            if k == 2:
+                child = est[..., 0 : 2 * n_h : 2] + est[..., 1 : 2 * n_h : 2]
+            else:
+                child = est[..., : n_h * k].reshape((*lead, n_h, k)).sum(axis=-1)
             w = float(self._weights[h])
-            est = w * noise[..., pos[h]]
-            est += (1.0 - w) * child
+            est = np.take(noise, pos[h], axis=-1)
+            est *= w
+            child *= 1.0 - w
+            est += child
             y[..., p - 1 :: p] = est
         return _prefix_sum_of_nodes(y, k)
 
@@ -713,29 +724,62 @@ class _TreeOnline(OnlineCounter):
         self._count = 0.0
         self._total = 0.0
         self._L = L
+        self._fast = self._injected is None and m.noise == "laplace"
+        """Take standard Laplace draws from the buffer directly (same draws, same order)."""
+
+    def _draws(self, n: int) -> list[float]:
+        """The next n standard Laplace draws of the buffered stream (the draws ``_noise``
+        would take, in the same order)."""
+        buf, pos = self._buf, self._buf_pos
+        if pos + n <= len(buf):
+            self._buf_pos = pos + n
+            self._used += n
+            return buf[pos : pos + n]
+        return [self._noise(1.0, Fraction(1)) for _ in range(n)]
 
     def step(self, x: Any) -> float:
-        self._count += self._admit(x)
+        c = self._count + self._admit(x)
+        self._count = c
         t = self.t
         k = self._k
-        v = 0
-        while v + 1 < self._L and t % k == 0:
-            t //= k
-            v += 1
-        c = self._count
-        start, child, digit = self._start, self._child, self._digit
+        top = self._L - 1
+        if k == 2:
+            v = (t & -t).bit_length() - 1
+            if v > top:
+                v = top
+        else:
+            v = 0
+            while v < top and t % k == 0:
+                t //= k
+                v += 1
+        start, digit = self._start, self._digit
+        scales_f = self._scales_f
+        fast = self._fast
         if self._combine:
+            child, w = self._child, self._w
+            z = self._draws(v + 1) if fast else None
             est = 0.0
             for h in range(v + 1):
-                noisy = c - start[h] + self._noise(self._scales_f[h], self._scales[h])
-                w = self._w[h]
-                est = noisy if h == 0 else w * noisy + (1.0 - w) * child[h]
+                noise = (
+                    z[h] * scales_f[h]
+                    if z is not None
+                    else self._noise(scales_f[h], self._scales[h])
+                )
+                noisy = c - start[h] + noise
+                est = noisy if h == 0 else w[h] * noisy + (1.0 - w[h]) * child[h]
                 child[h] = 0.0
                 start[h] = c
-                if h + 1 < self._L:
+                if h < top:
                     child[h + 1] += est
         else:
-            est = c - start[v] + self._noise(self._scales_f[v], self._scales[v])
+            pos = self._buf_pos
+            if fast and pos < len(self._buf):
+                self._buf_pos = pos + 1
+                self._used += 1
+                noise = self._buf[pos] * scales_f[v]
+            else:
+                noise = self._noise(scales_f[v], self._scales[v])
+            est = c - start[v] + noise
             for h in range(v + 1):
                 start[h] = c
         dropped = 0.0
