@@ -295,3 +295,28 @@ def test_conform_flags_honaker_with_a_level_short() -> None:
     assert {"noise-scale", "variance"} <= {c.name for c in r.checks if c.passed is False}
     ratio = r.noise_scale_ratio
     assert ratio is not None and ratio["low"] <= 6 / 7 <= ratio["high"]
+
+
+# ------------------------------------------------------------------ docs numbers
+def _doc_rows() -> list[tuple[int, str, str, str]]:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "trees.md").read_text()
+    table = text[text.index("| T | mechanism | mean Var | max Var |") :].splitlines()[2:]
+    rows = []
+    for line in table:
+        if not line.startswith("| 2^20") and not line.startswith("| 10^6"):
+            break
+        horizon, label, mean, top = (c.strip() for c in line.strip("|").split("|"))
+        rows.append((2**20 if horizon == "2^20" else 10**6, label.strip("`"), mean, top))
+    return rows
+
+
+@pytest.mark.parametrize(("T", "label", "mean", "top"), _doc_rows())
+def test_docs_table_is_what_the_code_prints(T: int, label: str, mean: str, top: str) -> None:
+    name, _, args = label.partition("(")
+    args = args.rstrip(")")
+    if name == "Binary":  # the same plan as the 2-ary tree (test_kary_two_is_binary)
+        name, args = "KaryTree", ", ".join(a for a in ("k=2", args) if a)
+    extra = f", {args}" if args else ""
+    m = eval(f"{name}(epsilon=1, horizon={T}{extra})", {"KaryTree": KaryTree, "Honaker": Honaker})
+    shown = [f"{float(m.objective(o)):,.1f}" for o in ("mean", "max")]
+    assert shown == [mean.strip("*"), top.strip("*")]

@@ -34,7 +34,7 @@ from dpref.mechanisms.base import (
     OnlineCounter,
     RowTerm,
 )
-from dpref.mechanisms.trees import BUDGETS, level_budget, tree_levels
+from dpref.mechanisms.trees import BUDGETS, digit_variances, level_budget, tree_levels
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
 from dpref.validation import ceil_float, check_int_range
@@ -556,11 +556,7 @@ class Binary(_UniformCounting):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t_max = self._horizon_for(horizon)
         if not self._uniform:
-            var = [2 * b * b for b in self._level_scales]
-            out = []
-            for t in range(1, t_max + 1):
-                out.append(sum((var[h] for h in range(t.bit_length()) if t >> h & 1), Fraction(0)))
-            return out
+            return digit_variances(t_max, 2, [2 * b * b for b in self._level_scales])
         unit = 2 * self._scale() ** 2
         return [_popcount(t) * unit for t in range(1, t_max + 1)]
 
