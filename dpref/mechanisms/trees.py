@@ -215,15 +215,14 @@ def digit_variances(t_max: int, k: int, variances: Sequence[Fraction]) -> list[F
 
 
 # ------------------------------------------------------------------ level budgets
-def _float_variances(x: FloatArray, k: int, combine: bool) -> FloatArray:
-    sig = 2.0 / (x * x)
+def _mixing(levels: int, k: int, combine: bool) -> FloatArray:
+    """M with ``1/V = M y``, ``y_h = ε_h²/2`` (Δ = 1): ``1/V_h = Σ_{j≤h} k^{−(h−j)} y_j`` for
+    the combined tree (unrolling ``1/V_h = 1/σ_h² + 1/(kV_{h−1})``), the identity otherwise."""
     if not combine:
-        return sig
-    out = np.empty_like(sig)
-    out[0] = sig[0]
-    for h in range(1, sig.size):
-        prev = k * out[h - 1]
-        out[h] = sig[h] * prev / (sig[h] + prev)
+        return np.eye(levels)
+    h = np.arange(levels)
+    expo = (h[:, None] - h[None, :]).astype(np.float64)
+    out: FloatArray = np.where(expo >= 0, float(k) ** -np.maximum(expo, 0.0), 0.0)
     return out
 
 
@@ -231,13 +230,14 @@ def _float_variances(x: FloatArray, k: int, combine: bool) -> FloatArray:
 def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple[Fraction, ...]:
     """Fractions ``q_h`` of ε (summing to 1 exactly) minimising the objective at Δ = ε = 1.
 
-    The objective scales as ``(Δ/ε)²``, so the split does not depend on ε or Δ.  Found
-    numerically, a local optimum (the mean: L-BFGS-B over log-weights, from uniform and
-    from the uncombined closed form ``q_h ∝ S_h^{1/3}``; the maximum: SLSQP on its
-    epigraph form over :func:`max_digit_vectors`, from uniform and from the mean's
-    optimum), rounded to multiples of ``1/BUDGET_GRID`` (at least 4 of them) with the
-    largest share taking the remainder, and kept only when its exact objective beats
-    uniform's.
+    The objective scales as ``(Δ/ε)²``, so the split does not depend on ε or Δ.  With
+    ``y_h = q_h²/2`` the level variances are ``V = 1/(M y)`` (:func:`_mixing`), so both
+    objectives and their gradients are closed forms.  Found numerically, a local optimum
+    (the mean: BFGS over log-weights, from uniform and from the uncombined closed form
+    ``q_h ∝ S_h^{1/3}``; the maximum: SLSQP on its epigraph form over
+    :func:`max_digit_vectors`, from uniform and from the mean's optimum), rounded to
+    multiples of ``1/BUDGET_GRID`` (at least 4 of them) with the largest share taking the
+    remainder, and kept only when its exact objective beats uniform's.
     """
     from scipy.optimize import minimize
 
@@ -245,45 +245,56 @@ def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple
     uniform = tuple([Fraction(1, levels)] * levels)
     if levels == 1:
         return uniform
-    sums = np.array([float(s) for s in digit_sums(horizon, k, levels)])
+    sums = np.array([float(s) for s in digit_sums(horizon, k, levels)]) / horizon
     vecs = np.array(max_digit_vectors(horizon, k, levels), dtype=np.float64)
+    M = _mixing(levels, k, combine)
     x_uni = np.full(levels, 1.0 / levels)
-    norm = float(sums @ _float_variances(x_uni, k, combine)) / horizon
-    norm_max = float(np.max(vecs @ _float_variances(x_uni, k, combine)))
 
-    def mean_of(x: FloatArray) -> float:
-        return float(sums @ _float_variances(x, k, combine)) / horizon / norm
+    def var(x: FloatArray) -> FloatArray:
+        out: FloatArray = 1.0 / (M @ (0.5 * x * x))
+        return out
+
+    norm = float(sums @ var(x_uni))
+    norm_max = float(np.max(vecs @ var(x_uni)))
 
     def softmax(theta: FloatArray) -> FloatArray:
-        e = np.exp(theta - theta.max())
+        e = np.exp(np.clip(theta, -60.0, 60.0) - np.clip(theta, -60.0, 60.0).max())
         out: FloatArray = e / e.sum()
         return out
 
-    # the mean: smooth in the log-weights θ (x = softmax θ); starts at uniform and at the
-    # uncombined closed form x_h ∝ S_h^{1/3}
+    def mean_and_grad(theta: FloatArray) -> tuple[float, FloatArray]:
+        x = softmax(theta)
+        v = var(x)
+        g = -x * (M.T @ (sums * v * v)) / norm  # ∂/∂x of Σ S_h V_h
+        return float(sums @ v) / norm, x * (g - float(x @ g))
+
+    def mean_of(x: FloatArray) -> float:
+        return float(sums @ var(x)) / norm
+
     cube = np.cbrt(np.maximum(sums, 1e-300))
-    starts = [np.zeros(levels), np.log(cube / cube.sum())]
     best = x_uni
-    for theta0 in starts:
-        res = minimize(
-            lambda th: mean_of(softmax(np.clip(th, -60.0, 60.0))),
-            theta0,
-            method="L-BFGS-B",
-            options={"maxiter": 2000},
-        )
-        cand = softmax(np.clip(np.asarray(res.x, dtype=np.float64), -60.0, 60.0))
+    for theta0 in (np.zeros(levels), np.log(cube / cube.sum())):
+        res = minimize(mean_and_grad, theta0, jac=True, method="BFGS")
+        cand = softmax(np.asarray(res.x, dtype=np.float64))
         if np.all(np.isfinite(cand)) and mean_of(cand) < mean_of(best):
             best = cand
     x = best
     if objective == "max":
 
+        def max_of(x: FloatArray) -> float:
+            return float(np.max(vecs @ var(x))) / norm_max
+
         def g_max(z: FloatArray) -> FloatArray:
-            out: FloatArray = z[levels] - vecs @ _float_variances(z[:levels], k, combine) / norm_max
+            out: FloatArray = z[levels] - vecs @ var(z[:levels]) / norm_max
             return out
 
-        def max_of(x: FloatArray) -> float:
-            return float(np.max(vecs @ _float_variances(x, k, combine))) / norm_max
+        def g_jac(z: FloatArray) -> FloatArray:
+            xz = z[:levels]
+            v = var(xz)
+            d = (vecs * (v * v)[None, :]) @ M * xz[None, :] / norm_max  # −∂(n·V)/∂x
+            return np.hstack([d, np.ones((vecs.shape[0], 1))])
 
+        ones = np.append(np.ones(levels), 0.0)
         best_max = x_uni
         for x0 in (x_uni, x):
             x0 = np.maximum(x0, 1e-6)
@@ -291,13 +302,18 @@ def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple
             res = minimize(
                 lambda z: float(z[levels]),
                 np.append(x0, max_of(x0)),
+                jac=lambda z: np.append(np.zeros(levels), 1.0),
                 method="SLSQP",
                 bounds=[(1e-9, 1.0)] * levels + [(0.0, None)],
                 constraints=[
-                    {"type": "eq", "fun": lambda z: float(np.sum(z[:levels])) - 1.0},
-                    {"type": "ineq", "fun": g_max},
+                    {
+                        "type": "eq",
+                        "fun": lambda z: float(np.sum(z[:levels])) - 1.0,
+                        "jac": lambda z: ones,
+                    },
+                    {"type": "ineq", "fun": g_max, "jac": g_jac},
                 ],
-                options={"maxiter": 1000, "ftol": 1e-15},
+                options={"maxiter": 500, "ftol": 1e-15},
             )
             cand = np.asarray(res.x[:levels], dtype=np.float64)
             if np.all(np.isfinite(cand)) and np.all(cand > 0):
