@@ -391,8 +391,10 @@ def level_budget(
     if isinstance(budget, str) and "," not in budget and budget.strip():
         # a single word that is not a budget name (a one-level tree takes "1/2" too)
         try:
-            Fraction(budget.strip())
-        except (ValueError, ZeroDivisionError):
+            check_fraction("budget", budget)  # bounded: no "1e999999999"
+        except DprefTypeError:
+            raise
+        except ParameterError:
             raise ParameterError(
                 f"budget={fmt(budget)}: must be one of {BUDGETS} or L per-level ε_h"
             ) from None
