@@ -966,11 +966,7 @@ class Honaker(_Tree):
     """
 
     name = "honaker"
-    examples = (
-        Example(horizons=(1, 5, 16)),
-        Example({"budget": "mean"}, horizons=(16,)),
-        Example({"budget": "max"}, horizons=()),
-    )
+    examples = (Example(horizons=(1, 5, 16)), Example({"budget": "mean"}, horizons=(16,)))
 
     def __init__(
         self,
