@@ -267,12 +267,10 @@ def _nodes_budget(cls: type[Any], limit: int) -> Outcome:
             counts = np.cumsum(d[:T_])
             if int(counts.max()) != L or int(counts[0]) != L:
                 raise ProofFailure(f"{m!r} T={T_}: worst item in {int(counts.max())} nodes ≠ L")
-            per_level: dict[int, Fraction] = {}
-            for lo, hi, s in zip(
-                nt.lo.tolist(), nt.hi.tolist(), nt.scale_idx.tolist(), strict=True
-            ):
-                if lo == 1:
-                    per_level[hi] = m.sensitivity / nt.scale_table[s]
+            first = np.flatnonzero(nt.lo == 1)  # the nodes containing item 1, one per level
+            per_level = {
+                int(nt.hi[n]): m.sensitivity / nt.scale_table[int(nt.scale_idx[n])] for n in first
+            }
             if sum(per_level.values(), Fraction(0)) != m.epsilon:
                 raise ProofFailure(f"{m!r} T={T_}: item 1's privacy sum ≠ ε")
     return checked("T", limit, "item 1 lies in L nodes, each item in ≤ L; Σ Δ/b_n = ε")
