@@ -191,6 +191,7 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",
+        "proofs.trees",
         "proofs.registry",
         "proofs.sanitize",
     ),

@@ -1,4 +1,4 @@
-"""Continual-release mechanisms: counting (docs/spec.md §1) and decayed sums (docs/spec.md §2).
+"""Continual-release mechanisms: counting (docs/spec.md §1), trees (§1.1) and decayed sums (§2).
 
 Each class declares itself (its command-line name, examples, proof file, docs page
 and decay) and registers in :data:`MECHANISMS` when its module is imported; this
@@ -19,6 +19,7 @@ from dpref.mechanisms.base import (
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 from dpref.mechanisms.elders import Elders
+from dpref.mechanisms.trees import Honaker, KaryTree
 
 __all__ = [
     "EXACT",
@@ -30,7 +31,9 @@ __all__ = [
     "ExactOps",
     "Example",
     "ExponentialSum",
+    "Honaker",
     "Hybrid",
+    "KaryTree",
     "Mechanism",
     "NodeTable",
     "OnlineCounter",

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.domains import Domain
-from dpref.dyadic import binary_noise_sum, floor_log2, lowbit, prefix_nodes
+from dpref.dyadic import binary_noise_sum, floor_log2, lowbit, prefix_nodes, trailing_zeros
 from dpref.lower_bounds import Decay, prefix_decay
 from dpref.mechanisms.base import (
     EXACT,
@@ -34,6 +34,7 @@ from dpref.mechanisms.base import (
     OnlineCounter,
     RowTerm,
 )
+from dpref.mechanisms.trees import BUDGETS, digit_variances, level_budget, tree_levels
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
 from dpref.validation import ceil_float, check_int_range
@@ -448,6 +449,18 @@ class Binary(_UniformCounting):
     by ``⌈log₂T⌉`` also overflows when T is a power of two.  dpref uses
     ``L = ⌊log₂T⌋ + 1`` and a test pins this down.
 
+    **Level budgets** (docs/trees.md): ``budget="mean"``/``"max"`` or an explicit split
+    gives level h its own ``ε_h`` (scale ``Δ/ε_h``, ``Σ_h ε_h = ε`` exactly);
+    ``Var(out_t) = Σ_{h ∈ bits(t)} 2(Δ/ε_h)²``.  The default ``"uniform"`` is the
+    mechanism above, unchanged.
+
+    Parameters
+    ----------
+    budget
+        Per-level split of ε: ``uniform`` (default), ``mean`` or ``max`` (minimise the
+        mean or maximum variance over t ≤ T; exact rationals summing to ε), or L
+        comma-separated per-level ε_h summing to ε exactly.
+
     References
     ----------
     .. [1] Chan, Shi, Song 2011, Algorithm 2 (Binary Mechanism B).
@@ -455,7 +468,42 @@ class Binary(_UniformCounting):
     """
 
     name = "binary"
-    examples = (Example(horizons=(1, 5, 16)),)
+    examples = (Example(horizons=(1, 5, 16)), Example({"budget": "mean"}, horizons=()))
+
+    def __init__(
+        self,
+        *,
+        epsilon: Any,
+        horizon: Any,
+        budget: Any = "uniform",
+        domain: Domain | None = None,
+        noise: NoiseKind = "laplace",
+    ) -> None:
+        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        assert self.horizon is not None
+        self.budget: str
+        self.level_epsilons: tuple[Fraction, ...]
+        """``ε_h`` per level (they sum to ε exactly)."""
+        self.budget, self.level_epsilons = level_budget(
+            budget, epsilon=self.epsilon, horizon=self.horizon, k=2, combine=False
+        )
+        self._level_scales = tuple(self.sensitivity / e for e in self.level_epsilons)
+
+    @classmethod
+    def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
+        """Each level budget."""
+        return [{"budget": b} for b in BUDGETS]
+
+    def extra_params(self) -> dict[str, Any]:
+        if self.budget == "uniform":
+            return {}
+        if self.budget == "explicit":
+            return {"budget": ",".join(str(e) for e in self.level_epsilons)}
+        return {"budget": self.budget}
+
+    @property
+    def _uniform(self) -> bool:
+        return self.budget == "uniform"
 
     @staticmethod
     def levels(horizon: Any, ops: Any = EXACT) -> Any:
@@ -463,7 +511,10 @@ class Binary(_UniformCounting):
         return ops.floor_log2(horizon) + 1
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """One node per level, L levels, each of scale ``LΔ/ε``."""
+        """One node per level, L levels, each of scale ``LΔ/ε`` (a level budget: level h
+        has scale ``Δ/ε_h``)."""
+        if not self._uniform:
+            return [BudgetTerm(f"level {h}", 1, b) for h, b in enumerate(self._level_scales)]
         T = s.get("horizon", self.horizon)
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
@@ -489,6 +540,12 @@ class Binary(_UniformCounting):
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         L = self.levels(T, ops)
+        if not self._uniform and isinstance(t, int):
+            return [
+                RowTerm(f"level {h}", 1, 1, self._level_scales[h])
+                for h in range(t.bit_length())
+                if t >> h & 1
+            ]
         return [RowTerm("level", ops.popcount(t), 1, L * delta / eps)]
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
@@ -507,11 +564,23 @@ class Binary(_UniformCounting):
         return Fraction(self.levels(self.horizon)) * self.sensitivity / self.epsilon
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        if not self._uniform:
+            return sum(self.level_epsilons[: tree_levels(horizon, 2)], Fraction(0))
         return Fraction(self.levels(horizon)) * self.sensitivity / self._scale()
 
     def nodes(self, horizon: int) -> NodeTable:
         t = np.arange(1, horizon + 1, dtype=np.int64)
+        if not self._uniform:
+            level = trailing_zeros(t)
+            return NodeTable(t - (t & -t) + 1, t, self._level_scales, level)
         return _uniform_nodes(t - (t & -t) + 1, t, self._scale())
+
+    def noise_scales(self, horizon: int) -> FloatArray | float:
+        if self._uniform:
+            return ceil_float(self._scale())
+        table = np.array([ceil_float(b) for b in self._level_scales], dtype=np.float64)
+        out: FloatArray = table[trailing_zeros(np.arange(1, horizon + 1, dtype=np.int64))]
+        return out
 
     def recombination(self, horizon: int) -> ExactSparse:
         rows: list[int] = []
@@ -524,6 +593,8 @@ class Binary(_UniformCounting):
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t_max = self._variance_horizon(horizon)
+        if not self._uniform:
+            return digit_variances(t_max, 2, [2 * b * b for b in self._level_scales])
         unit = 2 * self._scale() ** 2
         return [_popcount(t) * unit for t in range(1, t_max + 1)]
 
@@ -571,10 +642,16 @@ class _BinaryOnline(OnlineCounter):
         super().__init__(m, rng, noise)
         self._scale = m._scale()
         self._scale_f = ceil_float(self._scale)
+        self._levels: list[tuple[Fraction, float]] | None = (
+            None if m._uniform else [(b, ceil_float(b)) for b in m._level_scales]
+        )
         self._state = _BinaryState()
 
     def step(self, x: Any) -> float:
         v = self._admit(x)
+        if self._levels is not None:
+            b, b_f = self._levels[(self.t & -self.t).bit_length() - 1]
+            return self._state.step(v, self._noise(b_f, b))
         return self._state.step(v, self._noise(self._scale_f, self._scale))
 
 
