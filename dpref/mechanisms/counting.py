@@ -34,7 +34,13 @@ from dpref.mechanisms.base import (
     OnlineCounter,
     RowTerm,
 )
-from dpref.mechanisms.trees import BUDGETS, digit_variances, level_budget, tree_levels
+from dpref.mechanisms.trees import (
+    BUDGETS,
+    digit_counts,
+    digit_variances,
+    level_budget,
+    tree_levels,
+)
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
 from dpref.validation import ceil_float, check_int_range
@@ -548,9 +554,16 @@ class Binary(_UniformCounting):
             ]
         return [RowTerm("level", ops.popcount(t), 1, L * delta / eps)]
 
-    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
-        """``(2(LΔ/ε)², popcount(t))``."""
-        t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+    def variance_counts(
+        self, horizon: int | None = None
+    ) -> tuple[Fraction | tuple[Fraction, ...], npt.NDArray[np.integer[Any]]] | None:
+        """``(2(LΔ/ε)², popcount(t))``; with a level budget ``(2b_h², bit_h(t))``."""
+        t_max = self._horizon_for(horizon)
+        if not self._uniform:
+            levels = tree_levels(t_max, 2)
+            units = tuple(2 * b * b for b in self._level_scales[:levels])
+            return units, digit_counts(t_max, 2, levels)
+        t = np.arange(1, t_max + 1, dtype=np.int64)
         return 2 * self._scale() ** 2, np.bitwise_count(t).astype(np.int64)
 
     def online_memory(self, horizon: int | None = None) -> int | None:

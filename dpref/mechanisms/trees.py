@@ -189,6 +189,19 @@ def tree_objective(variances: Sequence[Fraction], horizon: int, k: int, objectiv
     )
 
 
+def digit_counts(t_max: int, k: int, levels: int) -> npt.NDArray[np.integer[Any]]:
+    """``d_h(t)``, the base-k digits of t = 1 … t_max, shape (levels, t_max), in the
+    smallest unsigned dtype that holds ``k − 1`` (a byte per digit for k ≤ 256)."""
+    dtype = np.min_scalar_type(k - 1)
+    out = np.empty((levels, t_max), dtype=dtype)
+    t = np.arange(1, t_max + 1, dtype=np.int64)
+    p = 1
+    for h in range(levels):
+        out[h] = (t // p) % k
+        p *= k
+    return out
+
+
 def digit_variances(t_max: int, k: int, variances: Sequence[Fraction]) -> list[Fraction]:
     """``Σ_h d_h(t)·V_h`` for t = 1 … t_max, exactly (vectorised over a common denominator)."""
     denom = 1
@@ -686,7 +699,15 @@ class _Tree(Mechanism):
         )
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        return digit_variances(self._horizon_for(horizon), self.k, self._variances)
+        return digit_variances(self._variance_horizon(horizon), self.k, self._variances)
+
+    def variance_counts(
+        self, horizon: int | None = None
+    ) -> tuple[tuple[Fraction, ...], npt.NDArray[np.integer[Any]]]:
+        """``(V_0 … V_{L−1}, d_h(t))``: ``Var(out_t) = Σ_h d_h(t)·V_h``."""
+        t_max = self._horizon_for(horizon)
+        levels = tree_levels(t_max, self.k)
+        return tuple(self._variances[:levels]), digit_counts(t_max, self.k, levels)
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         if not self.combine_children:
