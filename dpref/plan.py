@@ -15,7 +15,8 @@ The checks are exact (``fractions.Fraction``, never floats):
    piecewise-constant functions of i, which are compared through their breakpoint
    deltas, so the check costs ``O(nnz(R))`` and scales to any T;
    :meth:`LinearPlan.check_unbiased_dense` is the brute-force cross-check for small T;
-2. **causal**: ``r_{t,n} ≠ 0 ⇒ hi_n ≤ t``;
+2. **causal**: ``r_{t,n} ≠ 0 ⇒ hi_n ≤ t`` (or the node's declared release time, with a causal
+   target, for plans that use open nodes);
 3. **private**: ``max_i Σ_n |a_{n,i}|·Δ/b_n`` (basic composition of the nodes' Laplace
    releases; the L1 sensitivity of the scaled node vector), exactly;
 4. **variance**: ``Var(out_t) = 2 Σ_n r_{t,n}² b_n²``, exactly.
@@ -261,6 +262,9 @@ class LinearPlan:
     """When known, the exact privacy sum this T must reach (equality is checked)."""
     labels: tuple[str, ...] = field(default=())
     """Optional per-node group labels (for reports)."""
+    release: IntArray | None = None
+    """Per node, the time its noise is drawn and it is first used, when a mechanism uses
+    nodes before their interval ends (``dpref.mechanisms.elders``); None: at ``hi_n``."""
 
     def __post_init__(self) -> None:
         n = self.lo.size
@@ -506,28 +510,56 @@ class LinearPlan:
         return PlanCheck("unbiased-dense", True, "dense exact R·A = Q")
 
     def check_causal(self) -> PlanCheck:
-        """No output uses a node released after it: ``r_{t,n} ≠ 0 ⇒ hi_n ≤ t``."""
+        """No output uses a node released after it: ``r_{t,n} ≠ 0 ⇒ release_n ≤ t``.
+
+        ``release_n = hi_n`` unless the plan says otherwise.  A node used while still open
+        (``hi_n > t``) enters the output at t through its partial sum: that is exact only
+        when the target row t depends on items ``≤ t`` (checked here), for then
+        ``R·A = Q`` (the unbiasedness check) cancels the node's later items.
+        """
         R = self.recombination
         nonzero = np.array([v != 0 for v in R.table], dtype=bool)[R.idx]
         rows = R.row_of_entry() + 1
-        bad = nonzero & (self.hi[R.indices] > rows)
+        release = self.hi if self.release is None else self.release
+        bad = nonzero & (release[R.indices] > rows)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             n = int(R.indices[k])
             return PlanCheck(
                 "causal",
                 False,
-                f"output t={int(rows[k])} uses node {n} released at {int(self.hi[n])}",
+                f"output t={int(rows[k])} uses node {n} released at {int(release[n])}",
             )
-        return PlanCheck("causal", True, "every output uses only released nodes")
+        if self.release is None:
+            return PlanCheck("causal", True, "every output uses only released nodes")
+        tr = self.target
+        seg_rows = np.repeat(np.arange(1, self.horizon + 1), np.diff(tr.indptr))
+        if tr.hi.size and bool(np.any(tr.hi > seg_rows)):
+            return PlanCheck("causal", False, "open nodes are used but the target is not causal")
+        opened = int(np.count_nonzero(nonzero & (self.hi[R.indices] > rows)))
+        return PlanCheck(
+            "causal",
+            True,
+            f"every output uses only drawn nodes; {opened} uses of open nodes, whose later "
+            "items R·A = Q cancels (causal target)",
+        )
 
     def item_privacy_sums(self) -> list[Fraction]:
         """Per item i: ``Σ_n |a_{n,i}| Δ / b_n``, exact."""
         T = self.horizon
+        # only the (weight, scale) pairs that occur: with one weight and one scale per
+        # instance (PolynomialSum) the full product table is quadratic in the instances
+        n_s = len(self.scale_table)
+        pairs, group = np.unique(
+            self.weight_idx.astype(np.int64) * n_s + self.scale_idx, return_inverse=True
+        )
+        group = group.reshape(-1)
         eps_node = [
-            abs(w) * self.sensitivity / b for w in self.weight_table for b in self.scale_table
+            abs(self.weight_table[int(p) // n_s])
+            * self.sensitivity
+            / self.scale_table[int(p) % n_s]
+            for p in pairs
         ]
-        group = self.weight_idx * len(self.scale_table) + self.scale_idx
         if self.base == 1:
             n_groups = len(eps_node)
             diff = np.zeros((T + 1, n_groups), dtype=np.int64)
@@ -570,8 +602,13 @@ class LinearPlan:
         """``Var(out_t) = 2 Σ_n r_{t,n}² b_n²`` for Laplace node noise, exact, t = 1..T."""
         R = self.recombination
         n_s = len(self.scale_table)
-        group = R.idx * n_s + self.scale_idx[R.indices]
-        weights = [2 * r * r * b * b for r in R.table for b in self.scale_table]
+        pairs, group = np.unique(
+            R.idx.astype(np.int64) * n_s + self.scale_idx[R.indices], return_inverse=True
+        )
+        group = group.reshape(-1)
+        weights = [
+            2 * R.table[int(p) // n_s] ** 2 * self.scale_table[int(p) % n_s] ** 2 for p in pairs
+        ]
         n_groups = len(weights)
         counts = np.zeros((self.horizon, n_groups), dtype=np.int64)
         np.add.at(counts, (R.row_of_entry(), group), 1)

@@ -1,8 +1,8 @@
 """Rigorous rational bounds on the irrational constants of the decayed sums.
 
 ζ(δ), ``k^δ``, ExponentialSum's ``S(α) = Σ_{k≥1} α^{2^{k−1}−1}`` and PolynomialSum's
-``S = Σ_j (1−β)^j (log₂B_j + 1)`` are irrational in general.  A mechanism's noise
-scale is proportional to one of them, so the safe direction is **up**: a scale
+``S = Σ_j (1−β)^j L_j`` (and its ``(1−β)^{2j/3}`` twin) are irrational in general.  A
+mechanism's noise scale is proportional to one of them, so the safe direction is **up**: a scale
 computed from an upper bound adds at least the noise the proof requires, and the
 mechanism is at least as private as the symbolic budget.  Every function here returns
 exact :class:`~fractions.Fraction` values whose error is only ever on that side:
@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from dpref.errors import ParameterError
-from dpref.validation import check_fraction, check_probability_open, fmt
+from dpref.validation import ceil_float, check_fraction, check_probability_open, fmt
 
 __all__ = [
     "check_alpha",
@@ -46,6 +46,7 @@ __all__ = [
     "polynomial_next_break",
     "polynomial_series_upper",
     "power_upper",
+    "root_power_upper",
     "zeta_bounds",
 ]
 
@@ -340,24 +341,63 @@ _SERIES_TERMS = 4096
 holds from any j, so stopping early only loosens S upward (more noise, never less)."""
 
 
-@lru_cache(maxsize=64)
-def polynomial_series_upper(c: Fraction, beta: Fraction) -> Fraction:
-    """Rigorous rational upper bound on ``S = Σ_j (1−β)^j (log₂B_j + 1)`` (PolynomialSum).
+def root_power_upper(x: Fraction, j: int, root: int) -> Fraction:
+    """The smallest float ``≥ x^{j/root}`` (``0 < x ≤ 1``, j ≥ 0, root ≥ 1), as a Fraction.
 
-    Terms are summed in 128-bit fixed point rounded up (``ρ^j`` by repeated
-    multiplication, rounding up), until ``ρ^{j+1} < 2^{−70}`` or ``_SERIES_TERMS`` terms
-    (small β); the rest is bounded in
-    closed form: ``W_{j'} ≤ b(j') + 1 ≤ (1−β)^{−j'/c}`` gives
-    ``log₂B_{j'} + 1 ≤ κ j' + 2`` with ``κ = log₂(1/(1−β))/c``, bounded above through
-    ``log₂ y ≤ (y − 1)/ln 2`` and ``1/ln 2 < 1443/1000``, and
-    ``Σ_{j'>j} ρ^{j'} (κ j' + 2) = κ ρ^{j+1}((j+1)(1−ρ) + ρ)/(1−ρ)² + 2ρ^{j+1}/(1−ρ)``.
+    Exact when the power is (``j`` a multiple of ``root`` and the float ≥ it); else a
+    60-digit mpmath evaluation widened by ``_MARGIN`` and rounded up to a float.  The
+    result is at least ``x^{j/root}``, so a noise scale proportional to it is at least
+    the exact one (PolynomialSum's ``(1−β)^{j/3}`` factors).
     """
+    if j == 0:
+        return Fraction(1)
+    ctx = mp_context()
+    est = ctx.power(_mp_rational(ctx, x), ctx.mpf(j) / root)
+    return Fraction(ceil_float(mpf_fraction(est) * (1 + _MARGIN)))
+
+
+def _root_upper_fixed(x: Fraction, power: int, root: int) -> int:
+    """The smallest integer s with ``(s/2^F)^root ≥ x^power``: ``x^{power/root}`` in
+    128-bit fixed point, rounded up, decided exactly in integers."""
+    num, den = x.numerator**power, x.denominator**power
+    big = num << (_FIX * root)  # s^root · den ≥ num · 2^{F·root}
+    s = _iroot(big // den, root)
+    while s**root * den < big:
+        s += 1
+    return s
+
+
+POLYNOMIAL_POWERS: dict[str, tuple[int, int]] = {"uniform": (1, 1), "decaying": (2, 3)}
+"""PolynomialSum allocation → ``(p, q)``: its privacy series weighs instance j by
+``(1−β)^{jp/q}`` (uniform: ``(1−β)^j``; decaying: ``(1−β)^j/(1−β)^{j/3} = (1−β)^{2j/3}``)."""
+
+
+@lru_cache(maxsize=64)
+def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "uniform") -> Fraction:
+    """Rigorous rational upper bound on PolynomialSum's privacy series.
+
+    ``S = Σ_{j: W_j>0} x^j L_j`` with ``L_j = ⌊log₂W_j⌋ + 1`` (instance j's levels,
+    docs/spec.md §2.1) and ``x = 1−β`` (``allocation="uniform"``) or ``x = (1−β)^{2/3}``
+    (``"decaying"``: instance j's weight ``(1−β)^j`` over its scale factor
+    ``(1−β)^{j/3}``).  Terms are summed in 128-bit fixed point rounded up (``x^j`` by
+    repeated multiplication by a fixed-point upper bound of x, itself decided exactly
+    in integers), until ``x^{j+1} < 2^{−70}`` or ``_SERIES_TERMS`` terms (small β); the
+    rest is bounded in closed form: ``W_{j'} ≤ b(j') + 1 ≤ (1−β)^{−j'/c}`` gives
+    ``L_{j'} ≤ κ j' + 1`` with ``κ = log₂(1/(1−β))/c``, bounded above through
+    ``log₂ y ≤ (y − 1)/ln 2`` and ``1/ln 2 < 1443/1000``, and with ``r ≥ x^J`` (J = j+1)
+    ``Σ_{j'≥J} x^{j'} (κ j' + 1) ≤ r(κ(J(1−x) + x)/(1−x)² + 1/(1−x))``.
+    """
+    power, root = POLYNOMIAL_POWERS[allocation]
     one = 1 << _FIX
     rho = 1 - beta
-    num, den = rho.numerator, rho.denominator
+    if root == 1:
+        num, den = rho.numerator, rho.denominator
+    else:
+        num, den = _root_upper_fixed(rho, power, root), one
+    x = Fraction(num, den)  # ≥ (1−β)^{p/q}
     kappa = (1 / rho - 1) * Fraction(1443, 1000) / c
     total = 0  # fixed point, rounded up
-    p = one  # ≥ ρ^j · 2^F
+    p = one  # ≥ x^j · 2^F
     j = 0
     bp, bj = -1, 0  # b(j − 1), b(j)
     j_next = polynomial_next_break(bj, j, c, beta)  # b is constant on [j, j_next)
@@ -367,13 +407,13 @@ def polynomial_series_upper(c: Fraction, beta: Fraction) -> Fraction:
             if j == j_next:
                 bj = polynomial_breakpoint(j, c, beta)
                 j_next = polynomial_next_break(bj, j, c, beta)
-        if bj > bp:  # W_j = bj − bp items; log₂B_j = ⌈log₂W_j⌉ = (W_j − 1).bit_length()
-            total += p * ((bj - bp - 1).bit_length() + 1)
+        if bj > bp:  # W_j = bj − bp items; L_j = ⌊log₂W_j⌋ + 1 = W_j.bit_length()
+            total += p * (bj - bp).bit_length()
         p_next = _ceil_div(p * num, den)
         if j >= 8 and (p_next < one >> 70 or j >= _SERIES_TERMS):
-            r = Fraction(p_next, one)  # ≥ ρ^{j+1}
+            r = Fraction(p_next, one)  # ≥ x^{j+1}
             jj = j + 1
-            tail = kappa * r * (jj * (1 - rho) + rho) / (1 - rho) ** 2 + 2 * r / (1 - rho)
+            tail = r * (kappa * (jj * (1 - x) + x) / (1 - x) ** 2 + 1 / (1 - x))
             return Fraction(total, one) + tail
         p = p_next
         j += 1

@@ -65,15 +65,14 @@ def fmt_sequence(value: Any, shape: tuple[int, ...] | None = None) -> str:
     proportional to its length on the error path.
     """
     if shape is None:
-        size = getattr(value, "size", None)
-        if size is None:
+        shape = getattr(value, "shape", None)
+        if not (isinstance(shape, tuple) and all(isinstance(d, int) for d in shape)):
             try:
-                size = len(value)
+                shape = (len(value),)
             except TypeError:
                 return fmt(value)
-        if isinstance(size, int) and size <= 8:
-            return fmt(value)
-        shape = tuple(getattr(value, "shape", (size,)))
+    if math.prod(shape) <= 8:
+        return fmt(value)
     return f"<{type(value).__name__} of shape {shape}>"
 
 

@@ -14,12 +14,27 @@ Lemma (partition).  For a fixed level b the aligned intervals
 ``[(m−1)2^b+1, m2^b]``, m ≥ 1, partition the items, so an item lies in at most one
 node per level of any dyadic tree (exactly one once the node is released).
 
-Theorem (WindowSum).  Nodes are every aligned node of size ``2^b ≤ B``, b = 0..log₂B:
-an item is in ``L = log₂B + 1`` nodes, each of scale ``LΔ/ε``; ``L·Δ/(LΔ/ε) = ε``.
-The window ``[t−W+1, t]`` (W ≤ B) is covered by at most ``2 log₂B`` maximal aligned
-nodes (suffix of one block of size B, prefix of the next: one node per 1-bit of each
-length, both < B), so ``Var(t) ≤ 4 log₂B (LΔ/ε)²`` for every t, and ``Var`` is
-periodic with period B once t ≥ W (shifting by B preserves alignment of every size ≤ B).
+Theorem (WindowSum).  Let ``K = ⌊log₂W⌋``.  Nodes are every aligned node of size
+``2^b``, b = 0..K: an item is in ``L = K + 1`` nodes, each of scale ``LΔ/ε``;
+``L·Δ/(LΔ/ε) = ε``.  No cover loses by it: an aligned node inside a window of W items
+has size ≤ W, hence ≤ ``2^K``.
+
+Cover lemma: the canonical cover of a window ``[a, t]`` of at most W items by maximal
+aligned nodes has at most ``max(1, 2K)`` nodes.  Let h be the highest bit where
+``a − 1`` and t differ and ``M = ⌊t/2^h⌋2^h``; the cover is one node per 1-bit of
+``ℓ_s = M − a + 1`` (the suffix ``[a, M]``) and of ``ℓ_p = t − M`` (the prefix).
+(i) h ≤ K: ``ℓ_p < 2^h`` has ≤ h bits set, and ``ℓ_s ≤ 2^h`` is either ``2^h`` (one node)
+or has ≤ h bits set: at most 2h ≤ 2K nodes, or 1 when h = 0.  (ii) h ≥ K + 1: then
+``a − 1 = t − W`` (a truncated window ``[1, t]``, t < W, has ``h = ⌊log₂t⌋ ≤ K``), so
+``ℓ_s + ℓ_p = W < 2^{K+1}``.  Write the addition ``ℓ_s + ℓ_p = W`` digit by digit with
+carries ``c_i`` (``c_0 = 0``, and ``c_{K+1} = 0`` since W has K+1 digits):
+``s_i + p_i + c_i = W_i + 2c_{i+1}``.  Summing over i = 0..K telescopes to
+``popcount(ℓ_s) + popcount(ℓ_p) = Σ_{i<K}(W_i + c_{i+1}) + W_K``.  A full adder has
+``W_i + c_{i+1} ≤ 2`` with equality only when ``c_i = 1`` (the 8 cases), so position 0
+contributes ≤ 1, positions 1..K−1 ≤ 2 each and position K exactly ``W_K = 1``: at most
+``1 + 2(K−1) + 1 = 2K`` nodes (K ≥ 1).  Hence ``Var(t) ≤ 2·max(1, 2K)·(LΔ/ε)²`` for every
+t, and ``Var`` is periodic with period ``2^K`` once t ≥ W (shifting by ``2^K`` preserves
+the alignment of every node of size ≤ ``2^K``, and no larger node fits).
 
 Theorem (AllWindowSum, the ζ-weighted level budget).  Level k ≥ 1 (leaves at level
 1) gets ``ε_k = ε/(ζ(δ)k^δ)``; with one node per level per item (partition lemma),
@@ -47,11 +62,24 @@ Theorem (PolynomialSum).  With ``b(j) = max{i : (i+1)^{−c} ≥ (1−β)^j}``:
 ``i ≤ b(j) ⇒ g(i) ≥ g(b(j)) ≥ (1−β)^j = g'(i)`` (g decreasing) and
 ``i > b(j−1) ⇒ g(i) < (1−β)^{j−1} ⇒ (1−β)g(i) < (1−β)^j = g'(i)``: so
 ``(1−β)g ≤ g' ≤ g``.  Instance j's nodes have weight ``ρ^j`` (ρ = 1−β) and an item is
-in ``log₂B_j + 1`` of them, so the sensitivity is ``S = Σ_j ρ^j (log₂B_j + 1)``.  Since
-``W_j ≤ b(j) + 1 ≤ ρ^{−j/c}``, ``log₂B_j + 1 ≤ log₂W_j + 2 ≤ κj + 2`` with
-``κ = log₂(1/ρ)/c``, and ``S ≤ Σ_{j≥0} ρ^j(κj + 2) = κρ/(1−ρ)² + 2/(1−ρ)
-= (1−β)log₂(1/(1−β))/(cβ²) + 2/β`` — finite for every c > 1 (dominated by β^{−2},
-as the patent remarks).
+in ``L_j = ⌊log₂W_j⌋ + 1`` of them (WindowSum above).  Since
+``W_j ≤ b(j) + 1 ≤ ρ^{−j/c}``, ``L_j ≤ log₂W_j + 1 ≤ κj + 1`` with ``κ = log₂(1/ρ)/c``.
+
+* Uniform allocation (every node ``Lap(λ)``, ``λ = SΔ/ε``): the privacy sum is
+  ``Σ_j ρ^j L_j Δ/λ``, so the series is ``S = Σ_j ρ^j L_j ≤ Σ_{j≥0} ρ^j(κj + 1) =
+  κρ/(1−ρ)² + 1/(1−ρ) = (1−β)log₂(1/(1−β))/(cβ²) + 1/β`` — finite for every c > 1
+  (dominated by β^{−2}, as the patent remarks).
+* Decaying allocation (instance j ``Lap(λq_j)``, rational ``q_j ≥ ρ^{j/3}``,
+  ``λ = PΔ/ε``): instance j costs ``ρ^j L_j Δ/(λq_j) ≤ σ^j L_j Δ/λ`` with ``σ = ρ^{2/3}``,
+  so the privacy sum is at most ``(Δ/λ) Σ_j σ^j L_j = εP_exact/P ≤ ε`` and
+  ``P_exact ≤ Σ_j σ^j(κj + 1) = κσ/(1−σ)² + 1/(1−σ) < ∞``.  The variance at t is
+  ``Σ_{active j} 2λ²q_j²|cover_j| ≤ 2λ²(1+2^{−51})² Σ_j σ^j max(1, 2κj)`` (cover lemma,
+  ``q_j`` a float within ``2^{−52}`` of its value), a convergent series independent of t:
+  the error is bounded in t.
+* Lagrange: minimising the variance ``Σ_j 2L_jλ_j²`` with every instance active subject
+  to a fixed privacy sum ``Σ_j ρ^j L_j Δ/λ_j`` gives ``4L_jλ_j = μρ^jL_jΔ/λ_j²``, i.e.
+  ``λ_j³ ∝ ρ^j``: ``λ_j ∝ ρ^{j/3}`` (the objective is convex in ``λ_j > 0`` on that
+  constraint set, so this is the minimum).
 
 Lower bound (patent Lemma 2 / Theorem 7, docs/spec.md §2.5).  If an ε-DP algorithm is within C
 of F at every query of a set of q queries with probability ≥ 2/3, take
@@ -191,9 +219,74 @@ def _membership(ms: list[Any], limit: int) -> Outcome:
 # ----------------------------------------------------------------- WindowSum
 def _window_budget(cls: type[Any]) -> Outcome:
     mech = cls(window=5, epsilon=EPSILON)
+    if mech.levels() != 3 or cls(window=8, epsilon=EPSILON).levels() != 4:
+        raise ProofFailure("L must be ⌊log₂W⌋ + 1 (W = 5: 3, W = 8: 4)")
     total = mech.declared_budget(DECAYED, levels=L, epsilon=eps, sensitivity=Delta)
     check_identity(total, eps, "L · Δ/(LΔ/ε)")
-    return proven("Σ_{n∋i} Δ/b_n = L·Δ/(LΔ/ε) = ε", "one node per level, L = log₂B + 1 levels")
+    return proven(
+        "Σ_{n∋i} Δ/b_n = L·Δ/(LΔ/ε) = ε",
+        "one node per level, L = ⌊log₂W⌋ + 1 levels (sizes 1 … 2^K, all a cover can use)",
+    )
+
+
+def _cover_lemma() -> Outcome:
+    """The counting step of the cover lemma (module docstring), for symbolic K."""
+    # the full adder s + p + c_in = w + 2 c_out, over its 8 cases
+    for s_, p_, c_in in ((a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)):
+        w, c_out = (s_ + p_ + c_in) % 2, (s_ + p_ + c_in) // 2
+        if w + c_out > 2 or (w + c_out == 2 and c_in != 1):
+            raise ProofFailure(f"full adder {s_}+{p_}+{c_in}: w + c_out = {w + c_out}")
+    # telescoping Σ_{i≤K}(s_i + p_i) = Σ_{i<K}(W_i + c_{i+1}) + W_K, for K = 1..12
+    for k_ in range(1, 13):
+        sv, pv, wv = (sp.symbols(f"{n}0:{k_ + 1}") for n in "spw")
+        cv = (sp.Integer(0), *sp.symbols(f"c1:{k_ + 1}"), sp.Integer(0))
+        adder = {wv[i]: sv[i] + pv[i] + cv[i] - 2 * cv[i + 1] for i in range(k_ + 1)}
+        lhs = sum(sv) + sum(pv)
+        rhs = sum(wv[i] + cv[i + 1] for i in range(k_)) + wv[k_]
+        check_identity(lhs, rhs.subs(adder), f"telescoping at K={k_}")
+    i_ = sp.Symbol("i", integer=True)
+    bound = 1 + sp.summation(2, (i_, 1, K - 1)) + 1
+    check_identity(bound, 2 * K, "1 + Σ_{i=1}^{K−1} 2 + 1")
+    return proven(
+        "|cover| ≤ max(1, 2K) for every window of W items, K = ⌊log₂W⌋",
+        "h ≤ K: ≤ 2h nodes; h > K: popcount(ℓ_s) + popcount(ℓ_p) = Σ_{i<K}(W_i + c_{i+1}) + W_K"
+        " (telescoping, checked for K ≤ 12), full adder W_i + c_{i+1} ≤ 2 with = 2 only after a"
+        " carry (8 cases), so ≤ 1 + 2(K−1) + 1 = 2K (sympy)",
+    )
+
+
+def _cover_exhaustive(max_window: int) -> Outcome:
+    """Every window of W items, W ≤ max_window: |cover| ≤ max(1, 2K), exactly.
+
+    Covers are invariant under shifts by ``2^K`` (no node larger than ``2^K`` fits), so
+    the windows ``[a0+1, a0+W]`` with ``0 ≤ a0 < 2^K`` and the truncated ``[1, t]``,
+    t < W, are every window there is.
+    """
+    from dpref.dyadic import aligned_cover, aligned_covers
+
+    tight = 0
+    for W in range(1, max_window + 1):
+        K = W.bit_length() - 1
+        a0 = np.concatenate([np.arange(1 << K), np.zeros(W - 1, np.int64)]).astype(np.int64)
+        t = np.concatenate([np.arange(1 << K) + W, np.arange(1, W)]).astype(np.int64)
+        sizes = np.zeros(t.size, np.int64)
+        for b, rows, _ in aligned_covers(t, a0):
+            if (1 << b) > W:
+                raise ProofFailure(f"W={W}: a cover node of size {1 << b} > W")
+            sizes[rows] += 1
+        if sizes.max() > max(1, 2 * K):
+            raise ProofFailure(f"W={W}: a window is covered by {sizes.max()} > max(1, 2K) nodes")
+        tight += int(sizes.max()) == max(1, 2 * K)
+        if W <= 64:  # the vectorised cover is the scalar greedy one
+            for lo_, hi_, n_ in zip(a0 + 1, t, sizes, strict=True):
+                if len(aligned_cover(int(lo_), int(hi_))) != n_:
+                    raise ProofFailure(f"W={W}: cover of [{lo_}, {hi_}] differs from greedy")
+    return checked(
+        "W",
+        max_window,
+        "every window of W items: |cover| ≤ max(1, 2K), nodes of size ≤ 2^K",
+        f"the bound is attained for {tight} of the {max_window} window sizes",
+    )
 
 
 def _window_bounded(cls: type[Any], limit: int) -> Outcome:
@@ -203,19 +296,14 @@ def _window_bounded(cls: type[Any], limit: int) -> Outcome:
         sizes = mech.cover_sizes(limit)
         cap = max(1, 2 * mech.cap)
         if sizes.max() > cap:
-            raise ProofFailure(f"W={W}: a cover has {sizes.max()} > 2 log₂B nodes")
+            raise ProofFailure(f"W={W}: a cover has {sizes.max()} > max(1, 2K) nodes")
         B = mech.block
         if limit >= W + B and not np.array_equal(sizes[W - 1 + B :], sizes[W - 1 : limit - B]):
-            raise ProofFailure(f"W={W}: the variance is not B-periodic from t = W")
-        if W <= 1000:
-            for t_ in range(1, min(limit, 3 * B) + 1):
-                a = max(1, t_ - W + 1)
-                from dpref.dyadic import aligned_cover
-
-                if len(aligned_cover(a, t_)) != sizes[t_ - 1]:
-                    raise ProofFailure(f"W={W} t={t_}: cover size differs from aligned_cover")
+            raise ProofFailure(f"W={W}: the variance is not 2^K-periodic from t = W")
         worst.append(f"W={W}: max {int(sizes.max())} ≤ {cap}")
-    return checked("t", limit, "|cover(t)| ≤ 2 log₂B and B-periodic from t = W", "; ".join(worst))
+    return checked(
+        "t", limit, "|cover(t)| ≤ max(1, 2K) and 2^K-periodic from t = W", "; ".join(worst)
+    )
 
 
 # -------------------------------------------------------------- AllWindowSum
@@ -398,33 +486,122 @@ def _g_sandwich(limit: int) -> Outcome:
     )
 
 
+def _sigma_upper(rho_f: Fraction) -> Fraction:
+    """A rational ``σ ≥ ρ^{2/3}`` (``σ³ ≥ ρ²`` checked exactly), within a float of it."""
+    sig = Fraction(float(rho_f) ** (2 / 3))
+    while sig**3 < rho_f**2:
+        sig = Fraction(math.nextafter(float(sig), math.inf))
+    return sig
+
+
+def _declared_adds_up(cls: type[Any], allocation: str) -> None:
+    """The declarations add up to ε with symbolic S; the used instances spend < ε."""
+    S = sp.Symbol("S", positive=True)
+    mech = cls(c=2, beta=Fraction(1, 5), epsilon=EPSILON, allocation=allocation)
+    terms = mech.budget_terms(DECAYED, horizon=64, epsilon=eps, sensitivity=Delta, S=S)
+    lam = S * Delta / eps
+    used = sum(t_.membership * lam / t_.scale for t_ in terms[:-1])  # Σ ρ^j L_j/q_j
+    check_identity(terms[-1].membership, S - used, f"{allocation}: the rest gets S − S_T")
+    check_identity(
+        mech.declared_budget(DECAYED, horizon=64, epsilon=eps, sensitivity=Delta, S=S),
+        eps,
+        f"{allocation}: declarations add up to ε",
+    )
+    budget = sum(t_.membership * Delta / t_.scale for t_ in terms[:-1]).subs(S, used + tau)
+    check_sign(eps - budget, "positive", f"{allocation}: S_T/S < 1")
+
+
 def _poly_series(cls: type[Any]) -> Outcome:
     rho = 1 / (1 + r)
-    total = sp.summation(rho**jj * (kappa * jj + 2), (jj, 0, sp.oo))
-    check_identity(total, kappa * rho / (1 - rho) ** 2 + 2 / (1 - rho), "Σ ρ^j(κj + 2)")
-    S = sp.Symbol("S", positive=True)
-    mech = cls(c=2, beta=Fraction(1, 5), epsilon=EPSILON)
-    terms = mech.budget_terms(DECAYED, horizon=64, epsilon=eps, sensitivity=Delta, S=S)
-    partial = sum(t_.membership for t_ in terms[:-1])
-    check_identity(terms[-1].membership, S - partial, "the other instances get S − S_T")
-    budget = sum(t_.membership * Delta / t_.scale for t_ in terms[:-1]).subs(S, partial + tau)
-    check_sign(eps - budget, "positive", "S_T/S < 1")
+    total = sp.summation(rho**jj * (kappa * jj + 1), (jj, 0, sp.oo))
+    check_identity(total, kappa * rho / (1 - rho) ** 2 + 1 / (1 - rho), "Σ ρ^j(κj + 1)")
+    _declared_adds_up(cls, "uniform")
     rows = []
     for c, beta in (
         (Fraction(2), Fraction(1, 5)),
         (Fraction(11, 10), Fraction(1, 10)),
         (Fraction(3), Fraction(1, 2)),
     ):
-        pm = cls(c=c, beta=beta, epsilon=EPSILON)
+        pm = cls(c=c, beta=beta, epsilon=EPSILON, allocation="uniform")
         rho_f = 1 - beta
         kap = (1 / rho_f - 1) * Fraction(1443, 1000) / c
-        closed = kap * rho_f / (1 - rho_f) ** 2 + 2 / (1 - rho_f)
+        closed = kap * rho_f / (1 - rho_f) ** 2 + 1 / (1 - rho_f)
         if not pm.series_partial(1 << 16) <= pm.series_upper <= closed:
             raise ProofFailure(f"c={c} β={beta}: partial ≤ S_up ≤ closed bound fails")
         rows.append(f"c={c}, β={beta}: S ≤ {float(pm.series_upper):.4f} ≤ {float(closed):.2f}")
     return proven(
-        "S ≤ Σ_{j≥0} ρ^j(κj+2) = κρ/(1−ρ)² + 2/(1−ρ) < ∞ for every c > 1",
-        "W_j ≤ ρ^{−j/c} ⇒ log₂B_j + 1 ≤ κj + 2; " + "; ".join(rows),
+        "uniform: S = Σ ρ^j L_j ≤ Σ_{j≥0} ρ^j(κj+1) = κρ/(1−ρ)² + 1/(1−ρ) < ∞ for every c > 1",
+        "W_j ≤ ρ^{−j/c} ⇒ L_j = ⌊log₂W_j⌋ + 1 ≤ κj + 1; declarations add up to ε; "
+        + "; ".join(rows),
+    )
+
+
+def _poly_decaying_series(cls: type[Any]) -> Outcome:
+    sigma = 1 / (1 + r)  # σ = ρ^{2/3} ∈ (0, 1)
+    total = sp.summation(sigma**jj * (kappa * jj + 1), (jj, 0, sp.oo))
+    check_identity(total, kappa * sigma / (1 - sigma) ** 2 + 1 / (1 - sigma), "Σ σ^j(κj + 1)")
+    var = total.subs(kappa, 2 * kappa)  # Σ σ^j(2κj + 1): the same series with κ → 2κ
+    check_identity(var, 2 * kappa * sigma / (1 - sigma) ** 2 + 1 / (1 - sigma), "Σ σ^j(2κj+1)")
+    # instance j's cost ρ^j L_j Δ/(λ q_j) ≤ σ^j L_j Δ/λ when q_j ≥ ρ^{j/3}
+    x = sp.Symbol("x", positive=True)  # x = ρ^{1/3}
+    check_identity(x ** (3 * jj) / x**jj, (x**2) ** jj, "ρ^j/ρ^{j/3} = (ρ^{2/3})^j")
+    _declared_adds_up(cls, "decaying")
+    rows = []
+    for c, beta in (
+        (Fraction(2), Fraction(1, 5)),
+        (Fraction(3, 2), Fraction(1, 10)),
+        (Fraction(3), Fraction(1, 2)),
+    ):
+        pm = cls(c=c, beta=beta, epsilon=EPSILON)
+        rho_f = 1 - beta
+        for inst in pm.instances(1 << 12)[:64]:  # q_j ≥ ρ^{j/3}, exactly: q_j³ ≥ ρ^j
+            if inst.factor**3 < rho_f**inst.j:
+                raise ProofFailure(f"c={c} β={beta} j={inst.j}: q_j < (1−β)^(j/3)")
+        sig = _sigma_upper(rho_f)
+        kap = (1 / rho_f - 1) * Fraction(1443, 1000) / c
+        closed = kap * sig / (1 - sig) ** 2 + 1 / (1 - sig)
+        partial = pm.series_partial(1 << 16)
+        if not partial <= pm.series_upper <= closed:
+            raise ProofFailure(f"c={c} β={beta}: partial ≤ P_up ≤ closed bound fails")
+        at = pm.expected_privacy_sum(1 << 16) / pm.epsilon
+        rows.append(
+            f"c={c}, β={beta}: P ≤ {float(pm.series_upper):.4f} ≤ {float(closed):.2f},"
+            f" privacy sum at T=2^16: {float(at):.6f}ε"
+        )
+    return proven(
+        "decaying: Σ_j ρ^j L_j/(λq_j) ≤ (1/λ)Σ σ^j(κj+1) and Σ_j 2λ_j² max(1,2K_j)"
+        " ≤ 2λ²(1+2^{−51})² Σ σ^j(2κj+1): both converge (σ = (1−β)^{2/3} < 1)",
+        "q_j ≥ ρ^{j/3} (q_j³ ≥ ρ^j exactly for the first 64 instances); " + "; ".join(rows),
+    )
+
+
+def _lagrange() -> Outcome:
+    lam_j, mu, L_j, rho = sp.symbols("λ_j μ L_j ρ", positive=True)
+    # Lagrangian of min Σ 2 L_j λ_j² s.t. Σ ρ^j L_j Δ/λ_j = const, at instance j
+    lagr = 2 * L_j * lam_j**2 + mu * rho**jj * L_j * Delta / lam_j
+    crit = sp.solve(sp.diff(lagr, lam_j), lam_j)
+    if len(crit) != 1:
+        raise ProofFailure(f"stationary points: {crit}")
+    ratio = sp.simplify(crit[0] / crit[0].subs(jj, 0))
+    check_identity(ratio**3, rho**jj, "λ_j³/λ_0³ = ρ^j")
+    check_sign(sp.diff(lagr, lam_j, 2), "positive", "convex in λ_j > 0")
+    return proven(
+        "λ_j ∝ (1−β)^{j/3} minimises Σ_j 2L_jλ_j² for a fixed Σ_j (1−β)^j L_j Δ/λ_j",
+        f"∂/∂λ_j = 0 ⇒ λ_j = {crit[0]}; λ_j³/λ_0³ = ρ^j; second derivative > 0",
+    )
+
+
+def _poly_bounded(cls: type[Any], limit: int) -> Outcome:
+    rows = []
+    for c, beta in ((Fraction(3, 2), Fraction(1, 10)), (Fraction(3), Fraction(1, 2))):
+        dec = cls(c=c, beta=beta, epsilon=1)
+        bound = dec.variance_bound()
+        worst = max(dec.variance_exact(limit))
+        if worst > bound:
+            raise ProofFailure(f"c={c} β={beta}: Var {float(worst)} > bound {float(bound)}")
+        rows.append(f"c={c}, β={beta}: max_t Var = {float(worst):.2f} ≤ {float(bound):.2f}")
+    return checked(
+        "t", limit, "decaying: Var(t) ≤ variance_bound() (exact)", "; ".join(rows) + " (ε = 1)"
     )
 
 
@@ -453,6 +630,8 @@ def _prove_window(cls: type[Any], limit: int) -> list[ClaimResult]:
         label(cls),
         [
             ("budget", lambda: _window_budget(cls)),
+            ("cover lemma", _cover_lemma),
+            ("cover lemma, every window", lambda: _cover_exhaustive(min(limit, 512))),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),
             ("error bounded in t", lambda: _window_bounded(cls, limit)),
             ("plan", lambda: _plan_check(ms, limit)),
@@ -493,12 +672,16 @@ def _prove_polynomial(cls: type[Any], limit: int) -> list[ClaimResult]:
     ms = [
         cls(c=2, beta=Fraction(1, 5), epsilon=EPSILON),
         cls(c=3, beta=Fraction(1, 2), epsilon=EPSILON),
+        cls(c=2, beta=Fraction(1, 5), epsilon=EPSILON, allocation="uniform"),
     ]
     return _rows(
         label(cls),
         [
             ("(1−β)g ≤ g' ≤ g", lambda: _g_sandwich(limit)),
-            ("series S converges", lambda: _poly_series(cls)),
+            ("uniform: series S converges", lambda: _poly_series(cls)),
+            ("decaying: both series converge", lambda: _poly_decaying_series(cls)),
+            ("decaying: Lagrange optimum", _lagrange),
+            ("decaying: error bounded in t", lambda: _poly_bounded(cls, min(limit, 1024))),
             ("membership = nodes(T)", lambda: _membership(ms, min(limit, 1024))),
             ("plan", lambda: _plan_check(ms, min(limit, 512))),
         ],

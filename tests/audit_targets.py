@@ -291,3 +291,47 @@ def honaker_tree(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
 def always_raises(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
     """Raises on every call: nothing can be sampled (the audit is inconclusive)."""
     raise RuntimeError("not implemented yet")
+
+
+# ------------------------------------------- Honaker's streaming tree (docs/trees.md)
+def _honaker_stream(
+    x: np.ndarray[Any, Any], rng: np.random.Generator, levels: int, weight: Any
+) -> Any:
+    """Every complete aligned dyadic node with Lap(levels/ε); bottom-up estimates
+    ``v = w_h·noisy + (1 − w_h)(v_left + v_right)``; out_t sums the estimates of the
+    nodes of t's binary decomposition.  Written from the definition, not from dpref."""
+    T = x.size
+    t = np.arange(1, T + 1)
+    out = np.cumsum(x).astype(np.float64) * 0.0
+    est = np.zeros(0)
+    for h in range(T.bit_length()):
+        size = 1 << h
+        n = T >> h
+        sums = x[: n * size].reshape(n, size).sum(axis=1)
+        noisy = sums + rng.laplace(0.0, levels / EPSILON, n)
+        if h == 0:
+            est = noisy
+        else:
+            w = weight(h)
+            est = w * noisy + (1.0 - w) * est[: 2 * n].reshape(n, 2).sum(axis=1)
+        has = (t >> h) & 1 == 1
+        out[has] += est[(t[has] >> h) - 1]
+    return out
+
+
+def honaker_ok(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """Correct streaming Honaker: L = ⌊log₂T⌋ + 1, w_h = 2^h/(2^{h+1} − 1)."""
+    return _honaker_stream(x, rng, x.size.bit_length(), lambda h: 2**h / (2 ** (h + 1) - 1))
+
+
+def honaker_half_weights(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """BUG (accuracy, not privacy): w_h = 1/2 at every height — unbiased and ε-DP, but
+    every combined estimate has more variance than the reference promises."""
+    return _honaker_stream(x, rng, x.size.bit_length(), lambda h: 0.5)
+
+
+def honaker_ceil_levels(x: np.ndarray[Any, Any], rng: np.random.Generator) -> Any:
+    """BUG: L = ⌈log₂T⌉ (one level short when T is a power of two): Lap(log₂T/ε) per node,
+    a loss of ε(log₂T + 1)/log₂T (7/6·ε at T = 64); needs T ≥ 2."""
+    levels = max(1, (x.size - 1).bit_length())
+    return _honaker_stream(x, rng, levels, lambda h: 2**h / (2 ** (h + 1) - 1))

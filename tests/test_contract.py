@@ -77,6 +77,23 @@ class MechanismContract(ABC):
         the mechanism is bounded), without ``epsilon``."""
 
     # --------------------------------------------------------------- plans
+    @pytest.mark.parametrize("horizon", [1, 2, 7, 16, 40])
+    def test_variance_counts_equal_variance_exact(self, horizon: int) -> None:
+        """The vectorised form ``dpref frontier`` reads at large T is the exact variance."""
+        m = self.make(horizon)
+        counts = m.variance_counts(horizon)
+        if counts is None:
+            pytest.skip(f"{type(m).__name__} declares no variance_counts")
+        units, n = counts
+        if isinstance(units, Fraction):
+            got = [units * int(c) for c in n]
+        else:
+            got = [
+                sum((u * int(n[i, t]) for i, u in enumerate(units)), Fraction(0))
+                for t in range(horizon)
+            ]
+        assert got == m.variance_exact(horizon)
+
     @pytest.mark.parametrize("horizon", range(1, 65))
     def test_plan_exact_checks(self, horizon: int) -> None:
         m = self.make(horizon)

@@ -14,13 +14,15 @@ from typing import Any
 import numpy as np
 
 from dpref.bench import Row, best_of, row
+from dpref.bench.trees import tree_online_rows, tree_release_rows
 from dpref.mechanisms import MECHANISMS, Binary, Hybrid, Mechanism
 
 __all__ = ["binary_release_bench", "online_bench", "release_many_bench"]
 
 
 def binary_release_bench(quick: bool = False) -> list[Row]:
-    """Binary.release on T = 10⁶ vs T Laplace draws plus one cumsum."""
+    """Binary.release on T = 10⁶ vs T Laplace draws plus one cumsum (≤ 2×), then the tree
+    counters' rows (:func:`dpref.bench.trees.tree_release_rows`, ≤ 3×)."""
     T = 100_000 if quick else 1_000_000
     rng = np.random.default_rng(1)
     stream = rng.integers(0, 2, T).astype(np.float64)
@@ -36,7 +38,8 @@ def binary_release_bench(quick: bool = False) -> list[Row]:
     subject()  # warm the caches (popcount groups) like any repeated use
     base = best_of(baseline, 5)
     value = best_of(subject, 5)
-    return [row(f"Binary.release T={T:,}", value, base, 2.0, "s", "baseline: T Laplace + cumsum")]
+    rows = [row(f"Binary.release T={T:,}", value, base, 2.0, "s", "baseline: T Laplace + cumsum")]
+    return rows + tree_release_rows(quick)
 
 
 RELEASE_MANY_BYTES = 128 << 20
@@ -134,11 +137,12 @@ def _online_bench(label: str, make: Callable[[], Any], steps: int, small: int) -
 
 
 def online_bench(quick: bool = False) -> list[Row]:
-    """Online Binary and Hybrid: ≤ 5 µs/step amortised; memory at 2²⁰ ≤ 2× memory at 2¹⁰."""
+    """Online Binary, Hybrid and the tree counters: ≤ 5 µs/step amortised; memory at 2²⁰ ≤ 2×
+    memory at 2¹⁰."""
     steps = 1 << (16 if quick else 20)
     small = 1 << 10
     rows = _online_bench(
         "Binary", lambda: Binary(epsilon=1, horizon=steps).online(rng=1), steps, small
     )
     rows += _online_bench("Hybrid", lambda: Hybrid(epsilon=1).online(rng=1), steps, small)
-    return rows
+    return rows + tree_online_rows(_online_bench, quick)

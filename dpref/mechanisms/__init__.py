@@ -1,4 +1,4 @@
-"""Continual-release mechanisms: counting (docs/spec.md §1) and decayed sums (docs/spec.md §2).
+"""Continual-release mechanisms: counting (docs/spec.md §1), trees (§1.1) and decayed sums (§2).
 
 Each class declares itself (its command-line name, examples, proof file, docs page
 and decay) and registers in :data:`MECHANISMS` when its module is imported; this
@@ -18,6 +18,8 @@ from dpref.mechanisms.base import (
 )
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
+from dpref.mechanisms.elders import Elders
+from dpref.mechanisms.trees import Honaker, KaryTree
 
 __all__ = [
     "EXACT",
@@ -25,10 +27,13 @@ __all__ = [
     "AllWindowSum",
     "Binary",
     "BudgetTerm",
+    "Elders",
     "ExactOps",
     "Example",
     "ExponentialSum",
+    "Honaker",
     "Hybrid",
+    "KaryTree",
     "Mechanism",
     "NodeTable",
     "OnlineCounter",

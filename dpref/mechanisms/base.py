@@ -283,6 +283,9 @@ class Mechanism(ABC):
     """The documentation page that defines this mechanism, e.g. ``"docs/counting.md"``."""
     max_plan_steps: ClassVar[int] = MAX_PLAN_STEPS
     """The largest T :meth:`plan` builds (:data:`MAX_PLAN_STEPS` unless the plan is denser)."""
+    opens_nodes: ClassVar[bool] = False
+    """Whether outputs use nodes before their interval ends (through partial sums whose
+    later items cancel); then :meth:`release_times` is passed to the plan."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -315,6 +318,38 @@ class Mechanism(ABC):
             for name, text in _numpydoc_parameters(inspect.getdoc(cls) or "").items()
             if name in cls.parameters()
         }
+
+    @classmethod
+    def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
+        """The parameterisations ``dpref frontier`` compares at T = ``horizon``: constructor
+        keywords besides ``epsilon`` and ``horizon``, each value resolved at T.
+
+        Default: one per distinct :attr:`examples` entry (a class overrides this to offer
+        more, e.g. every arity k of a tree).
+        """
+        t = check_int_range("horizon", horizon, 1, MAX_HORIZON)
+        out: list[dict[str, Any]] = []
+        for example in cls.examples:
+            kw = {k: (v(t) if callable(v) else v) for k, v in example.params.items()}
+            if kw not in out:
+                out.append(kw)
+        return out
+
+    def variance_counts(
+        self, horizon: int | None = None
+    ) -> tuple[Fraction | tuple[Fraction, ...], npt.NDArray[np.integer[Any]]] | None:
+        """A vectorised exact form of :meth:`variance_exact` (Laplace noise), or None.
+
+        Either ``(unit, n)`` with ``n`` of shape (T,) and ``Var(out_t) = unit · n_t``, or
+        ``(units, n)`` with ``n`` of shape (len(units), T) and ``Var(out_t) = Σ_i units_i ·
+        n_{i,t}`` (integer arrays of any integer dtype).  ``dpref frontier`` reads it at
+        large T, where a per-step list of Fractions is too slow.
+        """
+        return None
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The most floats the online counter holds at once up to T (None: not declared)."""
+        return None
 
     def decay(self) -> Decay | None:
         """The decay function g of the target ``F(t) = Σ g(t−i) x_i`` (None: not a decayed
@@ -459,10 +494,13 @@ class Mechanism(ABC):
             if self.horizon is not None and t > self.horizon:
                 raise HorizonError(f"{name}={t}: exceeds the mechanism's horizon={self.horizon}")
         if t > limit:
+            const = {MAX_STEPS: "MAX_STEPS", MAX_VARIANCE_STEPS: "MAX_VARIANCE_STEPS"}.get(
+                limit, "max_plan_steps"
+            )
             raise HorizonError(
-                f"{name}={fmt(t)}: above {limit} (2^{limit.bit_length() - 1}); this path "
-                "builds one value per step (Θ(T) memory and time); online() steps through "
-                "longer streams"
+                f"{name}={fmt(t)}: above {const}={limit} (2^{limit.bit_length() - 1}); this "
+                "path builds one value per step (Θ(T) memory and time); online() steps "
+                "through longer streams"
             )
         return t
 
@@ -507,6 +545,7 @@ class Mechanism(ABC):
             declared_epsilon=self.declared_epsilon,
             base=self.base,
             expected_privacy_sum=self.expected_privacy_sum(t),
+            release=self.release_times(t) if self.opens_nodes else None,
         )
 
     def node_noise(self, horizon: int, rng: Any = None, runs: int | None = None) -> FloatArray:

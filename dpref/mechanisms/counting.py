@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.domains import Domain
-from dpref.dyadic import binary_noise_sum, floor_log2, lowbit, prefix_nodes
+from dpref.dyadic import binary_noise_sum, floor_log2, lowbit, prefix_nodes, trailing_zeros
 from dpref.lower_bounds import Decay, prefix_decay
 from dpref.mechanisms.base import (
     EXACT,
@@ -33,6 +33,13 @@ from dpref.mechanisms.base import (
     NodeTable,
     OnlineCounter,
     RowTerm,
+)
+from dpref.mechanisms.trees import (
+    BUDGETS,
+    digit_counts,
+    digit_variances,
+    level_budget,
+    tree_levels,
 )
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
@@ -132,6 +139,14 @@ class SimpleI(_UniformCounting):
         delta = s.get("sensitivity", self.sensitivity)
         return [RowTerm("prefix", 1, 1, T * delta / eps)]
 
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(2(TΔ/ε)², 1)``."""
+        return 2 * self._scale() ** 2, np.ones(self._horizon_for(horizon), dtype=np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The running count."""
+        return 1
+
     def _scale(self) -> Fraction:
         assert self.horizon is not None
         return Fraction(self.horizon) * self.sensitivity / self.epsilon
@@ -198,6 +213,14 @@ class SimpleII(_UniformCounting):
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [RowTerm("item", t, 1, delta / eps)]
+
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(2(Δ/ε)², t)``."""
+        return 2 * self._scale() ** 2, np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The running sum of noisy items."""
+        return 1
 
     def _scale(self) -> Fraction:
         return self.sensitivity / self.epsilon
@@ -303,6 +326,16 @@ class TwoLevel(_UniformCounting):
             RowTerm("block", t // B, 1, 2 * delta / eps),
             RowTerm("item", t % B, 1, 2 * delta / eps),
         ]
+
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(2(2Δ/ε)², ⌊t/B⌋ + t mod B)``."""
+        t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+        B = self.block_size
+        return 2 * self._scale() ** 2, t // B + t % B
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """Released blocks' sum, the current block's noisy items and its true sum."""
+        return 3
 
     def _scale(self) -> Fraction:
         return 2 * self.sensitivity / self.epsilon
@@ -422,6 +455,18 @@ class Binary(_UniformCounting):
     by ``⌈log₂T⌉`` also overflows when T is a power of two.  dpref uses
     ``L = ⌊log₂T⌋ + 1`` and a test pins this down.
 
+    **Level budgets** (docs/trees.md): ``budget="mean"``/``"max"`` or an explicit split
+    gives level h its own ``ε_h`` (scale ``Δ/ε_h``, ``Σ_h ε_h = ε`` exactly);
+    ``Var(out_t) = Σ_{h ∈ bits(t)} 2(Δ/ε_h)²``.  The default ``"uniform"`` is the
+    mechanism above, unchanged.
+
+    Parameters
+    ----------
+    budget
+        Per-level split of ε: ``uniform`` (default), ``mean`` or ``max`` (minimise the
+        mean or maximum variance over t ≤ T; exact rationals summing to ε), or L
+        comma-separated per-level ε_h summing to ε exactly.
+
     References
     ----------
     .. [1] Chan, Shi, Song 2011, Algorithm 2 (Binary Mechanism B).
@@ -429,7 +474,42 @@ class Binary(_UniformCounting):
     """
 
     name = "binary"
-    examples = (Example(horizons=(1, 5, 16)),)
+    examples = (Example(horizons=(1, 5, 16)), Example({"budget": "mean"}, horizons=()))
+
+    def __init__(
+        self,
+        *,
+        epsilon: Any,
+        horizon: Any,
+        budget: Any = "uniform",
+        domain: Domain | None = None,
+        noise: NoiseKind = "laplace",
+    ) -> None:
+        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        assert self.horizon is not None
+        self.budget: str
+        self.level_epsilons: tuple[Fraction, ...]
+        """``ε_h`` per level (they sum to ε exactly)."""
+        self.budget, self.level_epsilons = level_budget(
+            budget, epsilon=self.epsilon, horizon=self.horizon, k=2, combine=False
+        )
+        self._level_scales = tuple(self.sensitivity / e for e in self.level_epsilons)
+
+    @classmethod
+    def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
+        """Each level budget."""
+        return [{"budget": b} for b in BUDGETS]
+
+    def extra_params(self) -> dict[str, Any]:
+        if self.budget == "uniform":
+            return {}
+        if self.budget == "explicit":
+            return {"budget": ",".join(str(e) for e in self.level_epsilons)}
+        return {"budget": self.budget}
+
+    @property
+    def _uniform(self) -> bool:
+        return self.budget == "uniform"
 
     @staticmethod
     def levels(horizon: Any, ops: Any = EXACT) -> Any:
@@ -437,7 +517,10 @@ class Binary(_UniformCounting):
         return ops.floor_log2(horizon) + 1
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """One node per level, L levels, each of scale ``LΔ/ε``."""
+        """One node per level, L levels, each of scale ``LΔ/ε`` (a level budget: level h
+        has scale ``Δ/ε_h``)."""
+        if not self._uniform:
+            return [BudgetTerm(f"level {h}", 1, b) for h, b in enumerate(self._level_scales)]
         T = s.get("horizon", self.horizon)
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
@@ -463,18 +546,54 @@ class Binary(_UniformCounting):
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         L = self.levels(T, ops)
+        if not self._uniform and isinstance(t, int):
+            return [
+                RowTerm(f"level {h}", 1, 1, self._level_scales[h])
+                for h in range(t.bit_length())
+                if t >> h & 1
+            ]
         return [RowTerm("level", ops.popcount(t), 1, L * delta / eps)]
+
+    def variance_counts(
+        self, horizon: int | None = None
+    ) -> tuple[Fraction | tuple[Fraction, ...], npt.NDArray[np.integer[Any]]] | None:
+        """``(2(LΔ/ε)², popcount(t))``; with a level budget ``(2b_h², bit_h(t))``."""
+        t_max = self._horizon_for(horizon)
+        if not self._uniform:
+            levels = tree_levels(t_max, 2)
+            units = tuple(2 * b * b for b in self._level_scales[:levels])
+            return units, digit_counts(t_max, 2, levels)
+        t = np.arange(1, t_max + 1, dtype=np.int64)
+        return 2 * self._scale() ** 2, np.bitwise_count(t).astype(np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """Per level the open p-sum and its noisy value, and the running total."""
+        T = self.horizon if horizon is None else horizon
+        assert T is not None
+        return 2 * floor_log2(T) + 3
 
     def _scale(self) -> Fraction:
         assert self.horizon is not None
         return Fraction(self.levels(self.horizon)) * self.sensitivity / self.epsilon
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        if not self._uniform:
+            return sum(self.level_epsilons[: tree_levels(horizon, 2)], Fraction(0))
         return Fraction(self.levels(horizon)) * self.sensitivity / self._scale()
 
     def nodes(self, horizon: int) -> NodeTable:
         t = np.arange(1, horizon + 1, dtype=np.int64)
+        if not self._uniform:
+            level = trailing_zeros(t)
+            return NodeTable(t - (t & -t) + 1, t, self._level_scales, level)
         return _uniform_nodes(t - (t & -t) + 1, t, self._scale())
+
+    def noise_scales(self, horizon: int) -> FloatArray | float:
+        if self._uniform:
+            return ceil_float(self._scale())
+        table = np.array([ceil_float(b) for b in self._level_scales], dtype=np.float64)
+        out: FloatArray = table[trailing_zeros(np.arange(1, horizon + 1, dtype=np.int64))]
+        return out
 
     def recombination(self, horizon: int) -> ExactSparse:
         rows: list[int] = []
@@ -487,6 +606,8 @@ class Binary(_UniformCounting):
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t_max = self._variance_horizon(horizon)
+        if not self._uniform:
+            return digit_variances(t_max, 2, [2 * b * b for b in self._level_scales])
         unit = 2 * self._scale() ** 2
         return [_popcount(t) * unit for t in range(1, t_max + 1)]
 
@@ -534,10 +655,16 @@ class _BinaryOnline(OnlineCounter):
         super().__init__(m, rng, noise)
         self._scale = m._scale()
         self._scale_f = ceil_float(self._scale)
+        self._levels: list[tuple[Fraction, float]] | None = (
+            None if m._uniform else [(b, ceil_float(b)) for b in m._level_scales]
+        )
         self._state = _BinaryState()
 
     def step(self, x: Any) -> float:
         v = self._admit(x)
+        if self._levels is not None:
+            b, b_f = self._levels[(self.t & -self.t).bit_length() - 1]
+            return self._state.step(v, self._noise(b_f, b))
         return self._state.step(v, self._noise(self._scale_f, self._scale))
 
 
@@ -595,6 +722,25 @@ class Hybrid(_Counting):
             RowTerm("log", k + 1, 1, 2 * delta / eps),
             RowTerm("binary_k", ops.popcount(r), 1, 2 * k * delta / eps),
         ]
+
+    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
+        """``(8(Δ/ε)², (k+1) + max(k,1)²·popcount(r))`` at ``t = 2^k + r``: both scales are
+        multiples of ``2Δ/ε`` (``2(2Δ/ε)² = 8(Δ/ε)²``, ``2(2kΔ/ε)² = k²·8(Δ/ε)²``)."""
+        t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+        k = np.floor(np.log2(t)).astype(np.int64)
+        k += (1 << (k + 1)) <= t  # exact ⌊log₂t⌋ whatever the float rounding
+        k -= (1 << k) > t
+        r = t - (1 << k)
+        unit = 2 * self._log_scale() ** 2
+        return unit, (k + 1) + np.maximum(k, 1) ** 2 * np.bitwise_count(r).astype(np.int64)
+
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """The log part's total and block sum, and one Binary state (``2k + 1`` floats for
+        the k-th instance, ``k ≤ ⌊log₂T⌋``)."""
+        T = self.horizon if horizon is None else horizon
+        if T is None:
+            return None
+        return 2 + 2 * max(1, floor_log2(T)) + 1
 
     def _log_scale(self) -> Fraction:
         return 2 * self.sensitivity / self.epsilon

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from dpref.dyadic import window_cover
 from dpref.mechanisms.base import MAX_HORIZON, Mechanism
+from dpref.plan import _grouped_exact_sums
 from dpref.validation import check_int_range, check_int_vector
 
 FloatArray = npt.NDArray[np.float64]
@@ -26,14 +27,9 @@ _ONE = (Fraction(1),)
 
 
 def _exact_rows(counts: IntArray, weights: Sequence[Fraction]) -> list[Fraction]:
-    """Exact ``Σ_b counts[t, b] · weights[b]`` per row (each distinct row once)."""
-    if counts.shape[0] == 0:
-        return []
-    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
-    vals = [
-        sum((int(c) * w for c, w in zip(row, weights, strict=True)), Fraction(0)) for row in uniq
-    ]
-    return [vals[int(k)] for k in np.asarray(inverse).ravel()]
+    """Exact ``Σ_b counts[t, b] · weights[b]`` per row (integer dot products over the
+    weights' common denominator: :func:`dpref.plan._grouped_exact_sums`, the plan's own)."""
+    return _grouped_exact_sums(counts, list(weights))
 
 
 def _window_sums(x: FloatArray, window: int | None) -> FloatArray:
@@ -52,15 +48,22 @@ def _check_window(name: str, value: Any) -> int:
 
 
 def _levels_for_window(window: int) -> int:
-    """``log₂B`` with ``B = 2^⌈log₂W⌉`` (so ``W ≤ B < 2W``)."""
-    return (window - 1).bit_length()
+    """``K = ⌊log₂W⌋``: the top level index a cover of a window of size W can use.
+
+    Every aligned node inside a window of W items has size ``≤ 2^K`` (a node of size
+    ``2^{K+1} > W`` does not fit), so levels ``0..K`` — ``K + 1`` of them — are all a
+    window cover ever uses (docs/spec.md §2.1).
+    """
+    return window.bit_length() - 1
 
 
 # ------------------------------------------------------------- online states
 class _WindowState:
     """Nodes of levels ``0..cap`` ending in the last ``keep`` steps (true and noisy).
 
-    Memory: at most ``2·keep`` nodes, two floats each — O(W) for a window W ≤ keep.
+    Memory: at most ``2·keep`` nodes, two floats each — O(W) for ``keep = W``.  A window
+    of W items only uses nodes ending in its last W steps, and ``keep ≥ 2^cap`` keeps the
+    left child a new node of level ≤ cap is built from.
     """
 
     __slots__ = ("cap", "keep", "noisy", "s", "true")

@@ -9,6 +9,7 @@ canonical order by release time, then size, then instance.  Conventions: see
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterator
 from fractions import Fraction
@@ -30,11 +31,12 @@ from dpref.mechanisms.decayed.common import (
     FloatArray,
     IntArray,
     _Decayed,
+    _exact_rows,
     _levels_for_window,
     _WindowState,
 )
 from dpref.mechanisms.decayed.window import _cover_level_counts, _window_combine
-from dpref.noise import NoiseKind
+from dpref.noise import NoiseKind, make_rng, standard_laplace
 from dpref.plan import ExactSparse, TargetRows
 from dpref.rigorous import (
     check_beta,
@@ -42,10 +44,14 @@ from dpref.rigorous import (
     polynomial_breakpoint,
     polynomial_next_break,
     polynomial_series_upper,
+    root_power_upper,
 )
-from dpref.validation import ceil_float, fmt
+from dpref.validation import ceil_float, check_choice, check_runs, fmt
 
-__all__ = ["NODE_BUDGET", "PolynomialSum"]
+__all__ = ["ALLOCATIONS", "NODE_BUDGET", "PolynomialSum"]
+
+ALLOCATIONS = ("decaying", "uniform")
+"""PolynomialSum's noise allocations across instances (docs/spec.md §2.4)."""
 
 NODE_BUDGET = 1 << 26
 """Most nodes a PolynomialSum plan, release or combine builds (67 M: ~0.5 GB of noise;
@@ -57,18 +63,22 @@ IndexArray = npt.NDArray[np.signedinteger[Any]]
 
 
 class _Instance:
-    """One WindowSum instance of PolynomialSum: weight ρ^j, window W_j, delay d_j."""
+    """One WindowSum instance of PolynomialSum: weight ρ^j, window W_j, delay d_j, and
+    scale factor ``q_j`` (its nodes get ``Lap(λ·q_j)``)."""
 
-    __slots__ = ("cap", "d", "hi_lag", "j", "lo_lag", "weight", "window")
+    __slots__ = ("cap", "d", "factor", "hi_lag", "j", "lo_lag", "weight", "window")
 
-    def __init__(self, j: int, b_prev: int, b_j: int, rho: Fraction) -> None:
+    def __init__(self, j: int, b_prev: int, b_j: int, rho: Fraction, decaying: bool) -> None:
         self.j = j
         self.window = b_j - b_prev
         self.cap = _levels_for_window(self.window)
+        """``K_j = ⌊log₂W_j⌋``: the instance has ``L_j = K_j + 1`` levels."""
         self.d = b_prev + 1
         self.lo_lag = b_prev + 1
         self.hi_lag = b_j
         self.weight = rho**j
+        self.factor: Fraction = root_power_upper(rho, j, 3) if decaying else Fraction(1)
+        """``q_j``: the smallest float ``≥ (1−β)^{j/3}`` (decaying), or 1 (uniform)."""
 
 
 class PolynomialSum(_Decayed):
@@ -83,19 +93,31 @@ class PolynomialSum(_Decayed):
 
     Instance j is a :class:`WindowSum` of window ``W_j`` over the input scaled by
     ``(1−β)^j`` and delayed by ``d_j`` steps: its node over items ``[l, u]`` (aligned,
-    size ≤ ``B_j = 2^⌈log₂W_j⌉``) has weight ``(1−β)^j`` and is released at time
-    ``u + d_j``, when it is first needed (an instance starts at ``t = d_j + 1``).  All
-    nodes get the same ``Lap(λ)``, ``λ = SΔ/ε`` with
-    ``S = Σ_{j: W_j>0} (1−β)^j (log₂B_j + 1)`` — the docs/spec.md §2.4 convention.  S is finite
-    for every c > 1 (``proofs/decayed.py``); the scale is a rational upper bound of
-    ``SΔ/ε`` (the series summed exactly in 128-bit fixed point with upward rounding
-    to a tail below ``2^{−64}``, plus a closed-form tail bound).
+    size ≤ ``2^{K_j}``, ``K_j = ⌊log₂W_j⌋``) has weight ``(1−β)^j`` and is released at
+    time ``u + d_j``, when it is first needed (an instance starts at ``t = d_j + 1``).
+    An item is in ``L_j = K_j + 1`` nodes of instance j.
 
-    **Note on the error.**  With one λ for every instance (docs/spec.md §2.4), the
-    estimate at t adds at least one noisy node per *active* instance (``d_j < t``),
-    and the number of active instances grows like ``c·ln t/β``: the variance grows
-    (logarithmically) with t, unlike the other three mechanisms.  ``dpref bench``
-    shows this; ``variance_at`` gives it exactly.
+    **Noise allocation** (docs/spec.md §2.4).  Instance j's nodes get ``Lap(λ_j)``:
+
+    * ``allocation="decaying"`` (default): ``λ_j`` is the smallest float ``≥ λ·q_j``, with
+      ``q_j`` the smallest float ``≥ (1−β)^{j/3}`` and ``λ = PΔ/ε``, ``P`` a rigorous
+      rational upper bound of ``Σ_{j: W_j>0} (1−β)^{2j/3} L_j``.  Instance j costs
+      ``(1−β)^j L_j Δ/λ_j ≤ (1−β)^{2j/3} L_j Δ/λ`` of privacy, so the privacy sum is
+      ``≤ ε`` at every T and tends to ε up to the bound's slack and the roundings
+      (:meth:`expected_privacy_sum` at a large T shows it).  The variance series
+      ``Σ_j 2λ_j²·max(1, 2K_j)`` converges too, so the error is bounded in t
+      (``(1−β)^{j/3}`` is the Lagrange optimum of ``Σ_j 2L_jλ_j²`` for a fixed privacy
+      sum; ``proofs/decayed.py``).
+    * ``allocation="uniform"`` (the patent's privacy analysis taken literally, for
+      conformance checks of implementations that follow it): ``λ_j = λ = SΔ/ε`` for every
+      node (a float, rounded up), ``S`` a rigorous upper bound of
+      ``Σ_{j: W_j>0} (1−β)^j L_j``.  S is finite for every c > 1, but the estimate at t
+      adds at least one noisy node of full size per *active* instance (``d_j < t``), and
+      the number of active instances grows like ``c·ln t/β``: the variance grows
+      (logarithmically) with t.
+
+    Both series are summed in 128-bit fixed point with upward rounding to a tail below
+    ``2^{−70}``, plus a closed-form tail bound (:func:`dpref.rigorous.polynomial_series_upper`).
 
     The plan is unbiased for ``F'`` (``R·A = Q'``); :meth:`decayed_target` gives the
     true ``F``, and the reference reports both the additive error (against F') and
@@ -107,6 +129,10 @@ class PolynomialSum(_Decayed):
         The decay exponent c > 1 (the weight of an item i steps old is (i+1)^−c).
     beta
         The approximation β, 0 < β < 1: the estimate is unbiased for F' with (1−β)F ≤ F' ≤ F.
+    allocation
+        The noise split across instances: "decaying" (default; instance j gets Lap(λ·(1−β)^(j/3)),
+        the error is bounded in t) or "uniform" (one Lap(λ) for every node, the patent's
+        literal analysis; the error grows like log t).
 
     References
     ----------
@@ -125,6 +151,7 @@ class PolynomialSum(_Decayed):
         c: Any,
         beta: Any,
         epsilon: Any,
+        allocation: Any = "decaying",
         horizon: Any = None,
         domain: Domain | None = None,
         noise: NoiseKind = "laplace",
@@ -132,6 +159,7 @@ class PolynomialSum(_Decayed):
         super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
         self.c: Fraction = check_c(c)
         self.beta: Fraction = check_beta(beta)
+        self.allocation: str = check_choice("allocation", allocation, ALLOCATIONS)
         if self.noise == "discrete":
             raise ParameterError(
                 "noise='discrete': PolynomialSum nodes hold weighted (non-integer) sums"
@@ -141,11 +169,16 @@ class PolynomialSum(_Decayed):
         self._b: dict[int, int] = {0: 0}
         self._instances: list[_Instance] = []
         self._next_j = 0
-        self.series_upper: Fraction = polynomial_series_upper(self.c, self.beta)
-        """A rational upper bound on S."""
+        self.series_upper: Fraction = polynomial_series_upper(self.c, self.beta, self.allocation)
+        """A rational upper bound on the allocation's privacy series (S or P)."""
+        self._lambda_exact: Fraction = self.series_upper * self.sensitivity / self.epsilon
+        """λ before rounding: the series bound times Δ/ε."""
+        self._lambda: Fraction = Fraction(ceil_float(self._lambda_exact))
+        """λ rounded up to a float: the scale of every node (uniform) or of instance 0."""
+        self._instance_scales: dict[int, Fraction] = {}
 
     def extra_params(self) -> dict[str, Any]:
-        return {"c": self.c, "beta": self.beta}
+        return {"c": self.c, "beta": self.beta, "allocation": self.allocation}
 
     def decay(self) -> Decay:
         """The true ``g(i) = (i+1)^{−c}`` (not the step function g' the plan is unbiased for)."""
@@ -168,7 +201,7 @@ class PolynomialSum(_Decayed):
             j = polynomial_next_break(bp, j - 1, self.c, self.beta)
             bj = self.breakpoint(j)
         self._next_j = j + 1
-        inst = _Instance(j, bp, bj, self.rho)
+        inst = _Instance(j, bp, bj, self.rho, self.allocation == "decaying")
         self._instances.append(inst)
         return inst
 
@@ -184,43 +217,76 @@ class PolynomialSum(_Decayed):
         return self._instances[-1].d
 
     def series_partial(self, horizon: int | None = None) -> Fraction:
-        """``Σ_{j: W_j>0, d_j < T} (1−β)^j (log₂B_j + 1)`` exactly (the part in use at T)."""
+        """``Σ_{j: W_j>0, d_j < T} (1−β)^j L_j/q_j`` exactly (the part in use at T; ``q_j = 1``
+        for the uniform allocation)."""
         t = self._horizon_for(horizon)
-        return sum((i.weight * (i.cap + 1) for i in self.instances(t)), Fraction(0))
+        return sum((self._cost(i) for i in self.instances(t)), Fraction(0))
+
+    @staticmethod
+    def _cost(inst: _Instance) -> Fraction:
+        """``(1−β)^j L_j / q_j``: instance j's privacy cost in units of ``Δ/λ``."""
+        return inst.weight * (inst.cap + 1) / inst.factor
 
     def scale(self) -> Fraction:
-        """The common Laplace scale: a float ≥ ``SΔ/ε``."""
-        return Fraction(ceil_float(self.series_upper * self.sensitivity / self.epsilon))
+        """λ rounded up to a float: the scale of every node (uniform: ``≥ SΔ/ε``) or of
+        instance 0 (decaying: ``≥ PΔ/ε``, P the series bound)."""
+        return self._lambda
+
+    def instance_scale(self, inst: _Instance) -> Fraction:
+        """``λ_j``, the exact Laplace scale of instance j's nodes: λ (uniform), or the
+        smallest float ``≥ (PΔ/ε)·q_j`` (decaying).  Floats keep the plan's exact checks
+        cheap; rounding up only adds noise."""
+        if self.allocation == "uniform":
+            return self._lambda
+        got = self._instance_scales.get(inst.j)
+        if got is None:
+            got = Fraction(ceil_float(self._lambda_exact * inst.factor))
+            self._instance_scales[inst.j] = got
+        return got
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """Instance j: the worst item is in ``log₂B_j + 1`` nodes of weight ``(1−β)^j``.
+        """Instance j: the worst item is in ``L_j = ⌊log₂W_j⌋ + 1`` nodes of weight
+        ``(1−β)^j``, each of scale ``λ·q_j``.
 
-        ``membership`` is the worst item's total weight in the instance's nodes;
-        instances are those in use at the horizon (symbol ``horizon``; all with
-        ``b(j) < 2^{20}`` when there is none).  The scale is ``S·Δ/ε`` (symbol ``S``,
-        or the rational upper bound used).  A last term ``instances>T`` declares the
-        weight of the other instances, ``S − Σ_{used}`` (≥ the rest of the series), so
-        the declarations add up to ε.
+        ``membership`` is the worst item's total weight in the instance's nodes,
+        ``(1−β)^j L_j``; instances are those in use at the horizon (symbol ``horizon``;
+        all with ``b(j) < 2^{20}`` when there is none).  ``λ = S·Δ/ε`` (symbol ``S``, or
+        the rational bound actually used: S for the uniform allocation, P for the
+        decaying one).  A last term ``instances>T`` of scale λ declares the rest,
+        ``S − Σ_{used} (1−β)^j L_j/q_j`` (≥ the rest of the series), so the declarations
+        add up to ε.
         """
         eps = s.get("epsilon", self.epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         T = s.get("horizon", self.horizon)
-        S = s["S"] if "S" in s else self.scale() * self.epsilon / self.sensitivity
-        scale = S * delta / eps
         insts = self.instances(int(T) if T is not None else 1 << 20)
-        weights = [i.weight * (i.cap + 1) for i in insts]
+        if "S" in s:  # symbolic: the calibration before rounding, λ_j = λ·q_j
+            S = s["S"]
+            lam = S * delta / eps
+            scales = [lam * i.factor for i in insts]
+        else:  # the scales actually used (rounded up)
+            exact = self._lambda_exact if self.allocation == "decaying" else self._lambda
+            S = exact * self.epsilon / self.sensitivity
+            lam = S * delta / eps
+            scales = [self.instance_scale(i) * delta / self.sensitivity for i in insts]
+        members = [i.weight * (i.cap + 1) for i in insts]
+        used = sum((m * lam / b for m, b in zip(members, scales, strict=True)), Fraction(0))
         return [
-            *(BudgetTerm(f"instance_{i.j}", w, scale) for i, w in zip(insts, weights, strict=True)),
-            BudgetTerm("instances>T", S - sum(weights[1:], weights[0]), scale),
+            *(
+                BudgetTerm(f"instance_{i.j}", m, b)
+                for i, m, b in zip(insts, members, scales, strict=True)
+            ),
+            BudgetTerm("instances>T", S - used, lam),
         ]
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
-        """Item 1 is in ``[1, 2^b]`` of instance j when ``2^b + d_j ≤ T``: exact sum."""
+        """Item 1 is in ``[1, 2^b]`` of instance j when ``2^b + d_j ≤ T``: exact sum of
+        ``(1−β)^j·Δ/λ_j`` over those nodes."""
         total = Fraction(0)
         for inst in self.instances(horizon):
             levels = min(inst.cap, (horizon - inst.d).bit_length() - 1) + 1
-            total += inst.weight * levels
-        return total * self.sensitivity / self.scale()
+            total += inst.weight * levels / self.instance_scale(inst)
+        return total * self.sensitivity
 
     def g(self, i: int) -> float:
         """The decay function ``(i+1)^{−c}`` (float; irrational in general)."""
@@ -237,7 +303,7 @@ class PolynomialSum(_Decayed):
 
     # ------------------------------------------------------------------ plan
     def node_count(self, horizon: int) -> int:
-        """``Σ_j Σ_{b ≤ log₂B_j} ⌊(T − d_j)/2^b⌋``: instance j's aligned nodes of size
+        """``Σ_j Σ_{b ≤ K_j} ⌊(T − d_j)/2^b⌋``: instance j's aligned nodes of size
         ``2^b`` end at multiples of ``2^b`` up to ``T − d_j``.
 
         Above :data:`NODE_BUDGET` it raises :class:`~dpref.errors.EnumerationBudgetError`
@@ -254,8 +320,34 @@ class PolynomialSum(_Decayed):
         return n_nodes
 
     def noise_scales(self, horizon: int) -> FloatArray | float:
-        """Every node has the one scale λ (no per-node array: 8 bytes a node)."""
-        return ceil_float(self.scale())
+        """Uniform: the one scale λ (no per-node array: 8 bytes a node); decaying: each
+        node's ``λ_j`` rounded up, canonical order (:meth:`node_noise` does not build it)."""
+        if self.allocation == "uniform":
+            return ceil_float(self.scale())
+        out: FloatArray = np.empty(self.node_count(horizon), np.float64)
+        for _, inst, pos in self._instance_positions(horizon):
+            out[pos] = ceil_float(self.instance_scale(inst))
+        return out
+
+    def node_noise(self, horizon: int, rng: Any = None, runs: int | None = None) -> FloatArray:
+        """Node noise in canonical order, as :meth:`Mechanism.node_noise` (the same draws).
+
+        The decaying allocation scales each instance's nodes in place instead of
+        building a per-node scale array (which would double a release's peak memory).
+        """
+        if self.allocation == "uniform":
+            return super().node_noise(horizon, rng, runs)
+        t = self._horizon_for(horizon)
+        gen = make_rng(rng)
+        size = self.node_count(t)  # raises beyond NODE_BUDGET before any draw
+        shape: tuple[int, ...] = (size,) if runs is None else (check_runs("runs", runs), size)
+        if len(shape) == 2 and shape[0] * size >= 2**62:
+            raise ParameterError(f"runs={runs}: {shape[0]} × {size} node draws is too many")
+        scales = [ceil_float(self.instance_scale(i)) for i in self.instances(t)]
+        z = standard_laplace(gen, shape)
+        for k, _, pos in self._instance_positions(t):
+            z[..., pos] *= scales[k]
+        return z
 
     def _instance_positions(self, horizon: int) -> Iterator[tuple[int, _Instance, IndexArray]]:
         """``(k, instance, positions)`` for each instance in use at the horizon, in order.
@@ -312,14 +404,14 @@ class PolynomialSum(_Decayed):
 
     def nodes(self, horizon: int) -> NodeTable:
         lo, hi, kk, _ = self._canonical_nodes(horizon)
-        return NodeTable(
-            lo,
-            hi,
-            (self.scale(),),
-            np.zeros(lo.size, np.int64),
-            tuple(i.weight for i in self.instances(horizon)) or _ONE,
-            kk,
-        )
+        insts = self.instances(horizon)
+        scale_table: tuple[Fraction, ...]
+        if self.allocation == "uniform":
+            scale_table, scale_idx = (self.scale(),), np.zeros(lo.size, np.int64)
+        else:
+            scale_table = tuple(self.instance_scale(i) for i in insts) or (self.scale(),)
+            scale_idx = kk
+        return NodeTable(lo, hi, scale_table, scale_idx, tuple(i.weight for i in insts) or _ONE, kk)
 
     def recombination(self, horizon: int) -> ExactSparse:
         rows_l: list[IntArray] = []
@@ -362,23 +454,59 @@ class PolynomialSum(_Decayed):
         return TargetRows(indptr, los[order], his[order], table, ks[order])
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        """``2λ² Σ_{active j} |cover_j(t − d_j)|`` exactly."""
+        """``Σ_{active j} 2λ_j² |cover_j(t − d_j)|`` exactly."""
         t = self._horizon_for(horizon)
-        unit = 2 * self.scale() ** 2
-        total = np.zeros(t, np.int64)
-        for inst in self.instances(t):
-            total[inst.d :] += _cover_level_counts(t - inst.d, inst.window, inst.cap + 1).sum(1)
-        return [int(k) * unit for k in total]
+        insts = self.instances(t)
+        counts = np.zeros((t, max(len(insts), 1)), np.int64)
+        for k, inst in enumerate(insts):
+            sizes = _cover_level_counts(t - inst.d, inst.window, inst.cap + 1).sum(1)
+            counts[inst.d :, k] = sizes
+        if self.allocation == "uniform":
+            unit = 2 * self.scale() ** 2
+            return [int(n) * unit for n in counts.sum(1)]
+        units = [2 * self.instance_scale(i) ** 2 for i in insts] or [Fraction(0)]
+        return _exact_rows(counts, units)
 
     def _variance_at(self, t: IntArray) -> FloatArray:
-        counts = np.zeros(t.size, dtype=np.float64)
+        out = np.zeros(t.size, dtype=np.float64)
         for inst in self.instances(int(t.max())):
             sel = np.flatnonzero(t > inst.d)
             s = t[sel] - inst.d
+            counts = np.zeros(sel.size, dtype=np.float64)
             for _, rows, _ in aligned_covers(s, window_start0(s, inst.window)):
-                counts[sel[rows]] += 1
-        out: FloatArray = counts * (2 * ceil_float(self.scale()) ** 2)
+                counts[rows] += 1
+            out[sel] += counts * (2 * ceil_float(self.instance_scale(inst)) ** 2)
         return out
+
+    def variance_bound(self) -> Fraction:
+        """An upper bound on ``sup_t Var(t)`` (decaying allocation), exact.
+
+        Instance j adds ``2λ_j²|cover_j| ≤ 2λ_j²·max(1, 2K_j)`` (the cover bound of
+        docs/spec.md §2.1).  The instances with ``d_j < 2^{16}`` are summed exactly; for
+        the rest (``j ≥ J``) ``λ_j ≤ (1+2^{−50})(PΔ/ε)(1−β)^{j/3}`` (two roundings up to a
+        float, each within ``2^{−52}``) and ``K_j ≤ κj``, so they add at most
+        ``2(PΔ/ε)²(1+2^{−50})² Σ_{j≥J} y^j (2κj + 1)`` with a rational ``y ≥ (1−β)^{2/3}``
+        (``y³ ≥ (1−β)²`` checked exactly): a closed form.  ``proofs/decayed.py`` proves
+        the series converges.  The uniform allocation has no bound (its variance grows
+        like log t): ``ParameterError``.
+        """
+        if self.allocation == "uniform":
+            raise ParameterError(
+                "allocation='uniform': the variance grows like log t and has no bound"
+            )
+        insts = self.instances(1 << 16)
+        head = sum(
+            (2 * self.instance_scale(i) ** 2 * max(1, 2 * i.cap) for i in insts), Fraction(0)
+        )
+        J = self._instances[-1].j  # the first instance not in use at T = 2^16
+        rho2 = self.rho**2
+        y = Fraction(float(rho2) ** (1 / 3))
+        while y**3 < rho2:
+            y = Fraction(math.nextafter(float(y), math.inf))
+        kappa = (1 / self.rho - 1) * Fraction(1443, 1000) / self.c
+        tail = y**J * (2 * kappa * (J * (1 - y) + y) / (1 - y) ** 2 + 1 / (1 - y))
+        slack = (1 + Fraction(1, 2**50)) ** 2
+        return head + 2 * self._lambda_exact**2 * slack * tail
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         out = np.zeros((*noise.shape[:-1], horizon), dtype=np.float64)
@@ -420,9 +548,9 @@ class _PolynomialOnline(OnlineCounter):
     def __init__(self, m: PolynomialSum, rng: Any, noise: Any) -> None:
         super().__init__(m, rng, noise)
         self._m = m
-        self._scale = m.scale()
-        self._scale_f = ceil_float(self._scale)
         self._active: list[tuple[_Instance, float, _WindowState]] = []
+        self._scales: list[tuple[float, Fraction]] = []
+        """Each active instance's ``(λ_j rounded up, λ_j)``."""
         self._delay: deque[float] = deque()
 
     def step(self, x: Any) -> float:
@@ -444,7 +572,9 @@ class _PolynomialOnline(OnlineCounter):
         """Give every instance in use a window state (instances only ever start)."""
         while len(self._active) < len(insts):
             inst = insts[len(self._active)]
-            self._active.append((inst, float(inst.weight), _WindowState(inst.cap, 1 << inst.cap)))
+            self._active.append((inst, float(inst.weight), _WindowState(inst.cap, inst.window)))
+            scale = self._m.instance_scale(inst)
+            self._scales.append((ceil_float(scale), scale))
 
     def _released_noise(self, t: int) -> list[list[float]]:
         """Noise of the nodes released now: instance j's nodes ending at ``t − d_j``.
@@ -456,7 +586,7 @@ class _PolynomialOnline(OnlineCounter):
         for b in range(max(need, default=0)):
             for k, n in enumerate(need):
                 if b < n:
-                    noises[k].append(self._noise(self._scale_f, self._scale))
+                    noises[k].append(self._noise(*self._scales[k]))
         return noises
 
     def state_size(self) -> int:

@@ -4,9 +4,9 @@
 Both answer the window ``[max(1, t−W+1), t]`` by its canonical cover by maximal
 aligned nodes (:func:`dpref.dyadic.aligned_covers`); the batch path sums each cover
 *slot* (:func:`_window_slots`) over all t at once, the online counters keep the
-nodes ending in the last ``B = 2^⌈log₂W⌉`` steps.  PolynomialSum reuses the same
-slots for each of its WindowSum instances.  Conventions: see
-:mod:`dpref.mechanisms.decayed`.
+nodes of sizes ``≤ 2^K`` (``K = ⌊log₂W⌋``) ending in the last W steps.
+PolynomialSum reuses the same slots for each of its WindowSum instances.
+Conventions: see :mod:`dpref.mechanisms.decayed`.
 """
 
 from __future__ import annotations
@@ -173,20 +173,21 @@ class _PrefixState:
 class WindowSum(_Decayed):
     """Sliding-window sums ``F(t) = Σ_{i=t−W+1}^{t} x_i`` (``g(i) = 1`` for ``i < W``).
 
-    Block size ``B = 2^⌈log₂W⌉`` (so ``W ≤ B < 2W``); the nodes are every aligned
-    node of size ≤ B — one full dyadic tree per block.  Each item is in exactly
-    ``L = log₂B + 1`` nodes, so every node gets ``Lap(LΔ/ε)`` and the budget is
-    ``L · ε/L = ε`` (reached once T ≥ B).  The window ``[max(1, t−W+1), t]`` is
-    answered by its canonical cover by maximal aligned nodes: inside one block, or the
-    suffix of the previous block (nodes ending at its end) plus the prefix of the
-    current block (left nodes) — at most ``2 log₂B`` nodes, so the variance
-    ``2·|cover(t)|·(LΔ/ε)²`` is periodic in t with period B and never grows.  Online
-    memory is O(W): only nodes ending in the last B steps are kept.
+    Levels: the node sizes a window cover can use, ``1, 2, …, 2^K`` with
+    ``K = ⌊log₂W⌋`` (a node of size ``2^{K+1} > W`` never fits in a window); the nodes
+    are every aligned node of size ``≤ 2^K``.  Each item is in exactly ``L = K + 1``
+    nodes, so every node gets ``Lap(LΔ/ε)`` and the budget is ``L · ε/L = ε`` (reached
+    once ``T ≥ 2^K``).  The window ``[max(1, t−W+1), t]`` is answered by its canonical
+    cover by maximal aligned nodes (docs/spec.md §2.1: right nodes ending a size-``2^K``
+    block, possibly one whole block, then left nodes starting the next) — at most
+    ``max(1, 2K)`` nodes (``proofs/decayed.py``), so the variance
+    ``2·|cover(t)|·(LΔ/ε)²`` is periodic in t with period ``2^K`` from t = W on and
+    never grows.  Online memory is O(W): only nodes ending in the last W steps are kept.
 
     For W a power of two this is the patent's "each x_j contributes to exactly
-    log W + 1 variables" (Theorem 3); for other W dpref rounds the block up to a power
-    of two so that blocks are aligned dyadic nodes (docs/spec.md §2.1, the project's
-    convention since the paper's Table 1 could not be consulted).
+    log W + 1 variables" (Theorem 3).  Until 0.1 dpref used ``⌈log₂W⌉ + 1`` levels; for
+    W not a power of two the top one was never used by a cover and wasted
+    ``1/(⌈log₂W⌉+1)`` of the budget (docs/changelog.md).
 
     Parameters
     ----------
@@ -217,9 +218,9 @@ class WindowSum(_Decayed):
         super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
         self.window: int = _check_window("window", window)
         self.cap: int = _levels_for_window(self.window)
-        """``log₂B``: the top level index (sizes ``2^0 … 2^cap``)."""
+        """``K = ⌊log₂W⌋``: the top level index (sizes ``2^0 … 2^K``)."""
         self.block: int = 1 << self.cap
-        """B, the block size."""
+        """``2^K ≤ W``, the largest node size (the period of the variance from t = W on)."""
 
     def extra_params(self) -> dict[str, Any]:
         return {"window": self.window}
@@ -229,7 +230,7 @@ class WindowSum(_Decayed):
         return window_decay(self.window)
 
     def levels(self, ops: Any = EXACT) -> int:
-        """``L = log₂B + 1``: the number of nodes containing each item."""
+        """``L = ⌊log₂W⌋ + 1``: the number of nodes containing each item."""
         return self.cap + 1
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
@@ -244,7 +245,7 @@ class WindowSum(_Decayed):
         return (self.cap + 1) * self.sensitivity / self.epsilon
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
-        """Item 1 is in the nodes ``[1, 2^b]`` released by T: ``min(⌊log₂T⌋, log₂B) + 1``."""
+        """Item 1 is in the nodes ``[1, 2^b]`` released by T: ``min(⌊log₂T⌋, K) + 1``."""
         return (min(horizon.bit_length() - 1, self.cap) + 1) * self.sensitivity / self.scale()
 
     def g(self, i: int) -> Fraction:
@@ -314,7 +315,7 @@ class _WindowSumOnline(OnlineCounter):
         self._W = m.window
         self._scale = m.scale()
         self._scale_f = ceil_float(self._scale)
-        self._state = _WindowState(m.cap, m.block)
+        self._state = _WindowState(m.cap, m.window)
 
     def step(self, x: Any) -> float:
         v = self._admit(x)
@@ -339,11 +340,22 @@ class AllWindowSum(_Decayed):
     At T = 8 with δ = 3/2 it is ``(1 + 2^{−3/2} + 3^{−3/2} + 4^{−3/2})/ζ(3/2) ≈ 0.64ε``.
 
     The estimate of window W at t uses the canonical cover of
-    ``[max(1, t−W+1), t]`` (as :class:`WindowSum` with ``B = 2^⌈log₂W⌉``: every
-    cover node has size ≤ W ≤ B, so level ≤ log₂B + 1 and scale
-    ``O(log^δ W)``); the error does not grow with t.  ``window=None`` reports the
-    running sum (the prefix ``[1, t]``, left nodes only; its variance grows as
-    ``O(log^{2δ+1} t)``).
+    ``[max(1, t−W+1), t]`` (as :class:`WindowSum`: at most ``max(1, 2K)`` nodes, all of
+    size ≤ ``2^K``, ``K = ⌊log₂W⌋``, so of level ≤ K + 1 and scale ``O(log^δ W)``); the
+    error does not grow with t.  ``window=None`` reports the running sum (the prefix
+    ``[1, t]``, left nodes only; its variance grows as ``O(log^{2δ+1} t)``).
+
+    **WindowSum's unused-level correction, here.**  What applies: a window W's cover
+    never uses a level above K + 1, so the online counter keeps only levels ``≤ K + 1``
+    of the largest served window, for its last W steps (it kept one more level and
+    ``2^⌈log₂W⌉`` steps).  What does not: the budget.  Every level is released because
+    one tree answers every window and the running sum (``release(windows=…)``,
+    ``online(windows=…)``), and level k's scale ``ζ(δ)k^δΔ/ε`` is fixed by its own
+    ``ε_k`` — not by how many levels a window uses — so dropping the levels a reported
+    window does not use would lower no used level's noise; the reported window's
+    outputs and variance were never charged for them.  (Spending their ``ε_k`` on the
+    used levels instead would be a WindowSum with a non-uniform level split, a different
+    mechanism that could not serve other windows.)
 
     **How the contract maps.**  The single-output views — :meth:`release` without
     ``windows``, :meth:`release_many`, :meth:`online`'s ``step``, :meth:`plan`,
@@ -567,7 +579,7 @@ class AllWindowSum(_Decayed):
 
         ``windows`` lists the window sizes it must be able to serve besides the
         reported one (``None`` in the list: the running sum).  Memory is
-        ``O(B_max)`` for the largest finite served window plus ``O(log t)`` when the
+        ``O(W_max)`` for the largest finite served window plus ``O(log t)`` when the
         running sum is served.
         """
         served: list[int | None] = [self.window]
@@ -584,7 +596,7 @@ class _AllWindowOnline(OnlineCounter):
         self._served = served
         finite = [w for w in served if w is not None]
         self._cap = _levels_for_window(max(finite)) if finite else -1
-        self._win = _WindowState(self._cap, 1 << self._cap) if finite else None
+        self._win = _WindowState(self._cap, max(finite)) if finite else None
         self._pre = _PrefixState() if any(w is None for w in served) else None
         self._scales: list[tuple[Fraction, float]] = []
 
@@ -621,5 +633,5 @@ class _AllWindowOnline(OnlineCounter):
         return self._win.window(window)
 
     def state_size(self) -> int:
-        """Floats held: O(B_max) (+ O(log t) for the running sum)."""
+        """Floats held: O(W_max) (+ O(log t) for the running sum)."""
         return (self._win.size() if self._win else 0) + (self._pre.size() if self._pre else 0)

@@ -1,0 +1,74 @@
+"""``dpref frontier --horizon T --epsilon E``: which counter for this T and ε (docs/frontier.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``frontier`` subcommand."""
+    p = subparsers.add_parser(
+        "frontier",
+        help="exact mean/max variance of every counter and parameterisation at T and ε",
+    )
+    p.add_argument("--horizon", required=True, help="T, an integer in [1, 2^24]")
+    p.add_argument("--epsilon", required=True, help="ε > 0 (exact: 1, 0.5, 1/3)")
+    p.add_argument(
+        "--objective", default="max", help="max (default) or mean: what the best row minimises"
+    )
+    p.add_argument(
+        "--mechanism",
+        action="append",
+        default=None,
+        help="compare only this counting mechanism (repeatable; default: all)",
+    )
+    p.add_argument(
+        "--plot", default=None, metavar="FILE", help="draw the leading rows (matplotlib)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the frontier table (or one JSON object); write the figure with ``--plot``."""
+    from dpref.frontier import frontier, plot
+    from dpref.validation import check_int_range
+
+    horizon = _int_arg("horizon", args.horizon, check_int_range)
+    report = frontier(horizon, _epsilon_arg(args.epsilon), args.objective, args.mechanism)
+    drawn = plot(report, args.plot) if args.plot else []
+    if args.json:
+        doc = report.as_dict()
+        if args.plot:
+            doc["plot"] = {"file": args.plot, "rows": drawn}
+        print(json.dumps(doc))
+    else:
+        print(report.table())
+        if args.plot:
+            print(f"plot: {args.plot} ({', '.join(drawn)})")
+    return 0
+
+
+def _int_arg(name: str, text: str, check: Any) -> int:
+    from dpref.errors import ParameterError
+
+    if len(text) > 30 or not text.strip().lstrip("+").isdigit():
+        raise ParameterError(f"{name}={text!r}: must be an integer in [1, 2^24]")
+    value: int = check(name, int(text), 1, None)
+    return value
+
+
+def _epsilon_arg(text: str) -> str:
+    from dpref.errors import ParameterError
+
+    if len(text) > 60:
+        raise ParameterError(f"epsilon={text[:20]!r}…: too long for a number")
+    if "e" in text.lower() and not text.lower().startswith(("nan", "inf")):
+        exponent = text.lower().partition("e")[2]
+        if not exponent.lstrip("+-").isdigit() or abs(int(exponent)) > 400:
+            raise ParameterError(f"epsilon={text!r}: exponent out of range")
+    return text

@@ -1,0 +1,374 @@
+"""Which counter for my T and ε?  The exact pure-DP accuracy frontier (docs/frontier.md).
+
+For every registered counting mechanism (target: prefix sums, ``decay()`` is the prefix
+decay) and every parameterisation it offers (:meth:`Mechanism.frontier_variants`), the
+exact mean and maximum of ``Var(out_t)`` over ``t = 1..T`` — from the mechanism's
+vectorised closed form :meth:`Mechanism.variance_counts` when it has one, else from its
+exact per-step :meth:`Mechanism.variance_exact` — as Fractions, never sampled; the
+online memory the class declares; and the packing lower bound of Dwork et al. (2010,
+Thm 4.2) with its constant (:func:`dpref.lower_bound` with ``g ≡ 1`` and q = T).  The
+best row by the objective (``max`` or ``mean``) is marked.
+
+A mechanism or variant that cannot be evaluated at T (a parameter out of its range at
+this T, a horizon limit, no vectorised form above :data:`EXACT_LIST_LIMIT`) is reported
+as skipped with the reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpref.errors import DprefError, DprefTypeError, HorizonError, ParameterError
+from dpref.lower_bounds import LowerBound, lower_bound, prefix_decay
+from dpref.mechanisms.base import MECHANISMS, Mechanism
+from dpref.validation import check_choice, check_epsilon, check_int_range, fmt
+
+__all__ = [
+    "EXACT_LIST_LIMIT",
+    "MAX_FRONTIER_HORIZON",
+    "OBJECTIVES",
+    "FrontierReport",
+    "FrontierRow",
+    "counting_mechanisms",
+    "frontier",
+    "variance_summary",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+OBJECTIVES = ("max", "mean")
+"""What "best" minimises: the maximum or the mean of ``Var(out_t)`` over t ≤ T."""
+MAX_FRONTIER_HORIZON = 2**24
+"""Largest T accepted: the vectorised closed forms hold a few int64 arrays of T entries
+per variant (at 2^24, about 0.5 GiB at the peak)."""
+EXACT_LIST_LIMIT = 2**14
+"""Largest T at which a mechanism without :meth:`Mechanism.variance_counts` is evaluated
+through its per-step list of exact Fractions (Θ(T) Python objects); beyond, skipped."""
+
+
+@dataclass(frozen=True)
+class FrontierRow:
+    """One mechanism with one parameterisation."""
+
+    mechanism: str
+    """The command-line name."""
+    params: dict[str, Any]
+    """Constructor keywords besides ``epsilon`` and ``horizon``."""
+    label: str
+    """``name[k=v,…]``, the parameters resolved at T."""
+    mean: Fraction | None = None
+    """Exact mean of ``Var(out_t)`` over t = 1..T (None when skipped)."""
+    max: Fraction | None = None
+    """Exact maximum of ``Var(out_t)`` over t = 1..T."""
+    memory: int | None = None
+    """Floats the online counter holds at most (None: not declared by the class)."""
+    skipped: str | None = None
+    """Why the row could not be evaluated."""
+    best: bool = False
+    """Whether this row minimises the objective."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (variances as floats and as exact strings)."""
+        return {
+            "mechanism": self.mechanism,
+            "params": {k: _jsonable(v) for k, v in self.params.items()},
+            "label": self.label,
+            "mean_variance": None if self.mean is None else float(self.mean),
+            "max_variance": None if self.max is None else float(self.max),
+            "mean_variance_exact": None if self.mean is None else str(self.mean),
+            "max_variance_exact": None if self.max is None else str(self.max),
+            "online_memory": self.memory,
+            "skipped": self.skipped,
+            "best": self.best,
+        }
+
+
+@dataclass(frozen=True)
+class FrontierReport:
+    """The frontier at one (T, ε)."""
+
+    horizon: int
+    """T."""
+    epsilon: Fraction
+    """ε."""
+    objective: str
+    """``max`` or ``mean``."""
+    rows: tuple[FrontierRow, ...]
+    """Evaluated rows sorted by the objective (best first), then the skipped ones."""
+    bound: LowerBound
+    """The packing bound ``C ≥ G(D)/2 = D/2`` on the error over q = T steps (Dwork et al. 2010)."""
+    notes: tuple[str, ...] = field(default=())
+    """Remarks printed under the table."""
+
+    @property
+    def best(self) -> FrontierRow | None:
+        """The marked row."""
+        return next((r for r in self.rows if r.best), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict."""
+        best = self.best
+        return {
+            "horizon": self.horizon,
+            "epsilon": str(self.epsilon),
+            "objective": self.objective,
+            "best": None if best is None else best.label,
+            "lower_bound": {
+                **self.bound.as_dict(),
+                "lower_bound_squared": float(self.bound.value**2),
+                "statement": _BOUND_STATEMENT,
+            },
+            "rows": [r.as_dict() for r in self.rows],
+            "notes": list(self.notes),
+        }
+
+    def table(self) -> str:
+        """The report as text: one line per row, the best marked with ``*``."""
+        head = f"{'':2}{'mechanism':<31}{'mean Var':>17}{'max Var':>17}{'memory':>8}"
+        lines = [
+            f"dpref frontier: T = {self.horizon}, ε = {self.epsilon}, objective = {self.objective}",
+            head,
+        ]
+        for r in self.rows:
+            mark = "* " if r.best else "  "
+            if r.skipped is not None:
+                lines.append(f"{mark}{r.label:<31}  skipped: {r.skipped}")
+                continue
+            assert r.mean is not None and r.max is not None
+            mem = "?" if r.memory is None else str(r.memory)
+            lines.append(f"{mark}{r.label:<31}{float(r.mean):>17.1f}{float(r.max):>17.1f}{mem:>8}")
+        b = self.bound
+        lines.append(
+            f"lower bound: no ε-DP counter is within C = {float(b.value):g} of every c_t, "
+            f"t ≤ T, w.p. ≥ 2/3 (C² = {float(b.value**2):g}); {b.formula}"
+        )
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+_BOUND_STATEMENT = (
+    "no ε-DP counter is within C of every c_t, t ≤ T, with probability ≥ 2/3 when "
+    "C < lower_bound (Dwork et al. 2010, Thm 4.2; constant: packing with q = T)"
+)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Fraction):
+        return str(v)
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    return repr(v)
+
+
+def _is_counter(cls: type[Mechanism]) -> bool:
+    example = cls.examples[0] if cls.examples else None
+    if example is None:
+        return False
+    try:
+        m = example.build(cls, 1, 8)
+    except DprefError:
+        return False
+    return m.decay() == prefix_decay()
+
+
+def counting_mechanisms() -> list[type[Mechanism]]:
+    """Registered classes whose target is the prefix sum, by name."""
+    return [MECHANISMS[n] for n in sorted(MECHANISMS) if _is_counter(MECHANISMS[n])]
+
+
+def variance_summary(m: Mechanism, horizon: int) -> tuple[Fraction, Fraction]:
+    """Exact ``(mean, max)`` of ``Var(out_t)`` over t = 1..T (Laplace noise).
+
+    From :meth:`Mechanism.variance_counts` (``unit · Σn/T`` and ``unit · max n``) when the
+    class has it; else from :meth:`Mechanism.variance_exact`, grouping equal Fractions;
+    that path is refused above :data:`EXACT_LIST_LIMIT` with a :class:`DprefError`.
+    """
+    counts = m.variance_counts(horizon)
+    if counts is not None:
+        return _summary_from_counts(*counts, horizon)
+    if horizon > EXACT_LIST_LIMIT:
+        raise HorizonError(
+            f"horizon={horizon}: {type(m).__name__} declares no variance_counts (vectorised "
+            f"closed form); its exact per-step list is evaluated up to T = {EXACT_LIST_LIMIT}"
+        )
+    tally = Counter(m.variance_exact(horizon))
+    total = sum((v * c for v, c in tally.items()), Fraction(0))
+    return total / horizon, max(tally)
+
+
+def _summary_from_counts(
+    units: Fraction | tuple[Fraction, ...], n: npt.NDArray[np.integer[Any]], horizon: int
+) -> tuple[Fraction, Fraction]:
+    """Exact (mean, max) of ``Σ_i units_i n_{i,t}``: the mean from integer column sums; the
+    max among the t whose float value is within 1e−9 of the float maximum, exactly."""
+    if isinstance(units, Fraction):
+        units, n = (units,), n.reshape(1, -1)
+    if n.shape != (len(units), horizon):
+        raise ParameterError(f"variance_counts: shape {n.shape} ≠ ({len(units)}, {horizon})")
+    sums = n.sum(axis=1, dtype=np.int64).tolist()
+    mean = sum((u * int(c) for u, c in zip(units, sums, strict=True)), Fraction(0)) / horizon
+    approx = np.zeros(horizon, dtype=np.float64)
+    for u, row in zip(units, n, strict=True):
+        approx += float(u) * row
+    top = float(approx.max())
+    cand = np.unique(n[:, approx >= top * (1 - 1e-9)], axis=1)
+    best = max(
+        sum((u * int(c) for u, c in zip(units, col, strict=True)), Fraction(0))
+        for col in cand.T.tolist()
+    )
+    return mean, best
+
+
+def _label(cls: type[Mechanism], params: dict[str, Any]) -> str:
+    rest = ",".join(f"{k}={v}" for k, v in params.items())
+    return f"{cls.name}[{rest}]" if rest else cls.name
+
+
+def _evaluate(
+    cls: type[Mechanism], params: dict[str, Any], horizon: int, epsilon: Fraction
+) -> FrontierRow | None:
+    """One row; None when this parameterisation is not a counter (e.g. a window sum)."""
+    label = _label(cls, params)
+    try:
+        m = cls(epsilon=epsilon, horizon=horizon, **params)
+        if m.decay() != prefix_decay():
+            return None
+        label = _label(cls, {**params, **m.extra_params()})
+        mean, top = variance_summary(m, horizon)
+        memory = m.online_memory(horizon)
+    except (DprefError, MemoryError) as exc:
+        return FrontierRow(cls.name, params, label, skipped=str(exc).split("\n")[0])
+    return FrontierRow(cls.name, params, label, mean, top, memory)
+
+
+def frontier(
+    horizon: Any,
+    epsilon: Any,
+    objective: Any = "max",
+    mechanisms: Any = None,
+) -> FrontierReport:
+    """The exact frontier at T = ``horizon``, ε = ``epsilon`` (see the module docstring).
+
+    Parameters
+    ----------
+    horizon
+        T, an integer in ``[1, 2^24]``.
+    epsilon
+        ε > 0 (exact: an int, a Fraction or a decimal string).
+    objective
+        ``"max"`` (default) or ``"mean"``: which statistic the best row minimises.
+    mechanisms
+        Names of registered counting mechanisms to compare (default: all of them).
+    """
+    T = check_int_range("horizon", horizon, 1, MAX_FRONTIER_HORIZON)
+    eps = check_epsilon("epsilon", epsilon)
+    check_choice("objective", objective, OBJECTIVES)
+    classes = counting_mechanisms()
+    if mechanisms is not None:
+        if isinstance(mechanisms, str) or not all(isinstance(n, str) for n in mechanisms):
+            raise DprefTypeError(f"mechanisms={fmt(mechanisms)}: must be a list of names")
+        names = {c.name for c in classes}
+        unknown = [n for n in mechanisms if n not in names]
+        if unknown:
+            raise ParameterError(
+                f"mechanisms={fmt(unknown)}: not registered counting mechanisms {sorted(names)}"
+            )
+        classes = [c for c in classes if c.name in set(mechanisms)]
+    rows: list[FrontierRow] = []
+    for cls in classes:
+        try:
+            variants = cls.frontier_variants(T)
+        except DprefError as exc:
+            rows.append(FrontierRow(cls.name, {}, cls.name, skipped=str(exc)))
+            continue
+        for params in variants:
+            row = _evaluate(cls, params, T, eps)
+            if row is not None:
+                rows.append(row)
+    done = [r for r in rows if r.skipped is None]
+    skipped = [r for r in rows if r.skipped is not None]
+
+    def key(r: FrontierRow) -> tuple[Fraction, Fraction]:
+        assert r.mean is not None and r.max is not None
+        return (r.max, r.mean) if objective == "max" else (r.mean, r.max)
+
+    done.sort(key=key)
+    if done:
+        b = done[0]
+        done[0] = FrontierRow(b.mechanism, b.params, b.label, b.mean, b.max, b.memory, None, True)
+    return FrontierReport(T, eps, objective, tuple(done + skipped), lower_bound("prefix", eps, T))
+
+
+def variance_curve(row: FrontierRow, horizon: int, epsilon: Fraction) -> FloatArray:
+    """``Var(out_t)`` for t = 1..T of one evaluated row (floats, for plotting)."""
+    m = MECHANISMS[row.mechanism](epsilon=epsilon, horizon=horizon, **row.params)
+    counts = m.variance_counts(horizon)
+    if counts is None:
+        return m.variance(horizon)
+    units, n = counts
+    if isinstance(units, Fraction):
+        units, n = (units,), n.reshape(1, -1)
+    out: FloatArray = np.zeros(horizon, dtype=np.float64)
+    for u, counts_row in zip(units, n, strict=True):
+        out += float(u) * counts_row
+    return out
+
+
+def plot(report: FrontierReport, path: str, leading: int = 3, max_exponent: int = 24) -> list[str]:
+    """Draw ``Var(out_t)`` against t (T of the report) and the objective against
+    ``T = 2^4 … 2^max_exponent`` for the best row of each of the ``leading`` best mechanisms;
+    write the figure to ``path``.
+
+    Needs matplotlib (the ``plot`` extra).  Returns the labels drawn.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ParameterError("plot: needs matplotlib (pip install 'dpref[plot]')") from None
+    rows: list[FrontierRow] = []
+    for r in report.rows:  # the best row of each of the `leading` best mechanisms
+        if r.skipped is None and all(r.mechanism != o.mechanism for o in rows):
+            rows.append(r)
+    rows = rows[:leading]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    T = report.horizon
+    step = max(1, T // 4096)
+    for r in rows:
+        curve = variance_curve(r, T, report.epsilon)
+        t = np.arange(1, T + 1)
+        ax1.plot(t[::step], curve[::step], lw=0.7, label=r.label)
+    ax1.set_xlabel("t")
+    ax1.set_ylabel("Var(out_t)")
+    ax1.set_title(f"T = {T}, ε = {report.epsilon}")
+    ax1.legend(fontsize=8)
+    horizons = [2**p for p in range(4, check_int_range("max_exponent", max_exponent, 4, 24) + 1)]
+    for r in rows:
+        xs, ys = [], []
+        for h in horizons:
+            row = _evaluate(MECHANISMS[r.mechanism], r.params, h, report.epsilon)
+            value = None if row is None else (row.max if report.objective == "max" else row.mean)
+            if value is not None:
+                xs.append(h)
+                ys.append(float(value))
+        ax2.plot(xs, ys, marker=".", label=r.label)
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("T")
+    ax2.set_ylabel(f"{report.objective} Var over t ≤ T")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"plot={fmt(path)}: cannot write the figure ({exc})") from None
+    finally:
+        plt.close(fig)
+    return [r.label for r in rows]

@@ -1,0 +1,338 @@
+"""Proofs for the tree counters (docs/spec.md §1.1): Honaker and KaryTree, with level budgets.
+
+Notation: a k-ary tree over ``[1, T]`` has levels h ≥ 0 of aligned intervals
+``[m k^h + 1, (m+1)k^h]``; ``d_h(t)`` is the h-th base-k digit of t; level h has Laplace
+scale ``b_h = Δ/ε_h``, node variance ``σ_h² = 2b_h²``.
+
+Theorem (membership).  Item 1 lies in exactly one released node of each level
+``h = 0 … ⌊log_k T⌋``, and every item lies in at most one node per level; so the
+worst item lies in ``L = ⌊log_k T⌋ + 1`` nodes.
+
+Proof.  For a fixed h the aligned intervals partition the items, so an item lies in at
+most one node of level h.  Item 1's level-h interval is ``[1, k^h]``: released iff
+``k^h ≤ T`` (complete by T; it is the first child, m = 0, never a last child since
+k ≥ 2), i.e. ``h ≤ ⌊log_k T⌋`` (log_k increasing, h an integer).  ∎
+
+Theorem (budget).  With uniform scales ``LΔ/ε`` the worst item's privacy sum is
+``L·Δ/(LΔ/ε) = ε``; with a level budget it is ``Σ_h Δ/b_h = Σ_h ε_h = ε`` (the class
+checks the ε_h sum to ε exactly).  Basic composition of the nodes' Laplace releases
+(Dwork et al. 2006).  ∎
+
+Theorem (weights).  For independent unbiased estimates ``a`` (variance σ²) and ``s``
+(variance kV) of the same quantity, ``w·a + (1−w)·s`` is unbiased with variance
+``w²σ² + (1−w)²kV``, minimised exactly at ``w = kV/(σ² + kV)`` with minimum
+``σ²kV/(σ² + kV)``.  With equal scales and k = 2 (Honaker), ``V_h = c_h σ²`` with
+``c_0 = 1``, ``c_h = 2c_{h−1}/(1 + 2c_{h−1})``, solved by ``c_h = 2^h/(2^{h+1} − 1)``,
+and ``w_h = c_h``.  ∎
+
+Theorem (unbiasedness).  Every combined estimate is ``Σ`` over its subtree with total
+weight 1 on each of its items: by induction, a level-h node gives its own noisy value
+weight ``w_h`` and each child's estimate ``1 − w_h``; an item lies in exactly one child,
+so its weight is ``w_h + (1 − w_h)·1 = 1``.  The decomposition nodes partition
+``[1, t]``, so ``E[out_t] = c_t``.  ∎
+
+Theorem (best linear unbiased causal).  Let the released nodes by t be every complete
+aligned interval inside ``[1, t]`` (combined trees).  Each lies inside exactly one node
+of t's decomposition (aligned intervals are nested or disjoint, and the decomposition
+nodes are the maximal aligned intervals inside ``[1, t]``), so the observations split
+into independent groups, one per decomposition node D, each involving only the items of
+D.  The best linear unbiased estimate of ``c_t = Σ_D x(D)`` is then the sum of the best
+estimates of each ``x(D)`` from D's subtree; and in a subtree the bottom-up estimate is
+best: by induction, the children's subtrees are independent, their best estimates sum
+to the best estimate of the parent's total from them, and combining it with the
+parent's own noisy value is the two-estimate case of the weights theorem.  For the
+uncombined KaryTree the t nodes released by t have a triangular (hence invertible)
+incidence matrix, so the decomposition is the only linear unbiased estimate.  The
+statement is checked exactly against the Gauss–Markov estimate
+``r = D⁻¹A(AᵀD⁻¹A)⁻¹1`` for every t ≤ T at small T, in Fractions.  ∎
+
+References
+----------
+.. [1] J. Honaker. "Efficient Use of Differentially Private Binary Trees." TPDP 2015.
+.. [2] M. Hay, V. Rastogi, G. Miklau, D. Suciu. "Boosting the Accuracy of Differentially
+   Private Histograms Through Consistency." PVLDB 3(1), 2010.
+.. [3] C. Dwork, F. McSherry, K. Nissim, A. Smith. "Calibrating Noise to Sensitivity in
+   Private Data Analysis." TCC 2006.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from dpref.mechanisms import Honaker, KaryTree, Mechanism
+from dpref.mechanisms.trees import tree_levels
+from proofs.core import (
+    ClaimResult,
+    Delta,
+    Outcome,
+    ProofFailure,
+    T,
+    check_identity,
+    check_sign,
+    checked,
+    eps,
+    label,
+    proven,
+    run_claim,
+)
+
+__all__ = ["PROOFS", "gls_row"]
+
+EPSILON = Fraction(7, 10)
+"""ε used by the exhaustive checks."""
+PLAN_LIMIT = 512
+"""Largest T whose whole plan (O(T²) recombination entries when combined) is checked
+against the closed-form variance here; ``dpref verify`` covers larger T."""
+GLS_LIMIT = {2: 32, 3: 27, 4: 16}
+"""Per arity, the largest T of the exact Gauss–Markov comparison."""
+
+h = sp.Symbol("h", integer=True, nonnegative=True)
+kk = sp.Symbol("k", integer=True, positive=True)
+Lsym = sp.Symbol("L", integer=True, positive=True)
+
+
+# --------------------------------------------------------------------------- claims
+def _membership(cls: type[Any]) -> Outcome:
+    base = kk + 1  # k ≥ 2
+    j = sp.Symbol("j", integer=True, nonnegative=True)
+    check_identity(sp.log(base**j, base), j, "log_k k^j = j")
+    check_sign(base**j - 1, "nonnegative", "item 1's level-j node [1, k^j] is non-empty")
+    count = sp.summation(1, (j, 0, sp.floor(sp.log(T, base))))
+    check_identity(count, sp.floor(sp.log(T, base)) + 1, "#{j ≥ 0: k^j ≤ T}")
+    for T_ in (1, 2, 7, 8, 9, 1000, 2**20):
+        for k_ in (2, 3, 8, 16):
+            if tree_levels(T_, k_) != int(sp.floor(sp.log(T_, k_))) + 1:
+                raise ProofFailure(f"tree_levels({T_}, {k_}) ≠ ⌊log_k T⌋ + 1")
+    return proven(
+        "worst item lies in L = ⌊log_k T⌋ + 1 nodes (one per level)",
+        "aligned intervals of one level partition the items; item 1's level-j node "
+        "[1, k^j] is released iff k^j ≤ T ⟺ j ≤ ⌊log_k T⌋; tree_levels agrees at sample T, k",
+    )
+
+
+def _budget(cls: type[Any]) -> Outcome:
+    m = _build(cls, 16)
+    terms = m.budget_terms(epsilon=eps, sensitivity=Delta, levels=Lsym)
+    total = sum((t.membership * Delta / t.scale for t in terms), sp.Integer(0))
+    check_identity(total, eps, "Σ_{n ∋ item 1} Δ/b_n with L levels of scale LΔ/ε")
+    for budget in ("mean", "max"):
+        mb = _build(cls, 100, budget=budget)
+        if sum(mb.level_epsilons, Fraction(0)) != mb.epsilon:
+            raise ProofFailure(f"{mb!r}: the level budgets do not sum to ε")
+        if mb.declared_budget() != mb.epsilon:
+            raise ProofFailure(f"{mb!r}: declared budget ≠ ε")
+    return proven(
+        "Σ_n Δ/b_n = ε (uniform: L·Δ/(LΔ/ε); level budgets: Σ_h ε_h = ε)",
+        "basic composition; level-budget sums checked exactly at T = 100",
+        value="ε",
+    )
+
+
+def _weights(cls: type[Any]) -> Outcome:
+    w, s2, V = sp.symbols("w sigma2 V", positive=True)
+    var = w**2 * s2 + (1 - w) ** 2 * kk * V
+    w_star = kk * V / (s2 + kk * V)
+    check_identity(sp.diff(var, w).subs(w, w_star), 0, "d/dw variance at w*")
+    check_sign(sp.diff(var, w, 2), "positive", "the variance is strictly convex in w")
+    check_identity(var.subs(w, w_star), s2 * kk * V / (s2 + kk * V), "the minimum variance")
+    c = 2**h / (2 ** (h + 1) - 1)
+    check_identity(c.subs(h, 0), 1, "c_0 = 1")
+    prev = c.subs(h, h - 1)
+    check_identity(c, 2 * prev / (1 + 2 * prev), "c_h = 2c_{h−1}/(1 + 2c_{h−1})")
+    check_identity(c, (2 * prev / (1 + 2 * prev)), "w_h = 2c_{h−1}/(1+2c_{h−1}) = c_h")
+    m = _build(cls, 2**12)
+    if isinstance(m, Honaker):
+        got = m.weights()
+        want = tuple(Honaker.uniform_weight(x) for x in range(len(got)))
+        if got[1:] != want[1:] or got[0] != 1:
+            raise ProofFailure(f"Honaker weights {got} ≠ 2^h/(2^(h+1)−1)")
+    return proven(
+        "w_h = kV_{h−1}/(σ_h² + kV_{h−1}) minimises the variance; Honaker: w_h = 2^h/(2^{h+1}−1)",
+        "first-order condition and convexity; c_h = 2^h/(2^{h+1}−1) solves the recursion; "
+        "the class's exact weights equal it at T = 4096",
+    )
+
+
+def _unbiased(cls: type[Any]) -> Outcome:
+    w = sp.Symbol("w", positive=True)
+    check_identity(w * 1 + (1 - w) * 1, 1, "an item's weight in a combined estimate")
+    for T_ in range(1, 65):
+        for m in _instances(cls, T_, cheap=T_ not in (17, 64)):
+            check = m.plan(T_).check_unbiased()
+            if not check.passed:
+                raise ProofFailure(f"{m!r}: {check.detail}")
+    return proven(
+        "every combined estimate puts weight 1 on each item of its node; R·A = Q",
+        "induction w_h + (1 − w_h)·1 = 1; the exact plans satisfy R·A = Q for T ≤ 64 "
+        "(optimised level budgets at T = 17 and 64)",
+    )
+
+
+def gls_row(m: Mechanism, t: int) -> list[Fraction]:
+    """The Gauss–Markov (best linear unbiased) coefficients of ``c_t`` on the nodes released
+    by t, exactly: ``r = D⁻¹A(AᵀD⁻¹A)⁻¹1`` (A: released nodes × items 1..t)."""
+    nodes = m.nodes(t)
+    lo, hi = nodes.lo.tolist(), nodes.hi.tolist()
+    var = [2 * nodes.scale_table[int(s)] ** 2 for s in nodes.scale_idx]
+    n = len(lo)
+    M = [[Fraction(0)] * t for _ in range(t)]
+    for a in range(n):
+        inv = 1 / var[a]
+        for i in range(lo[a] - 1, hi[a]):
+            row = M[i]
+            for j in range(lo[a] - 1, hi[a]):
+                row[j] += inv
+    y = _solve(M, [Fraction(1)] * t)
+    return [sum(y[lo[a] - 1 : hi[a]], Fraction(0)) / var[a] for a in range(n)]
+
+
+def _solve(M: list[list[Fraction]], b: list[Fraction]) -> list[Fraction]:
+    """Gaussian elimination in Fractions (M symmetric positive definite)."""
+    n = len(b)
+    A = [[*row, b[i]] for i, row in enumerate(M)]
+    for c in range(n):
+        p = next(r for r in range(c, n) if A[r][c] != 0)
+        A[c], A[p] = A[p], A[c]
+        for r in range(c + 1, n):
+            f = A[r][c] / A[c][c]
+            if f:
+                for j in range(c, n + 1):
+                    A[r][j] -= f * A[c][j]
+    x = [Fraction(0)] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (A[r][n] - sum((A[r][j] * x[j] for j in range(r + 1, n)), Fraction(0))) / A[r][r]
+    return x
+
+
+def _blue(cls: type[Any]) -> Outcome:
+    done = []
+    for m, T_ in _gls_instances(cls):
+        R = m.plan(T_).recombination.to_dense_exact()
+        for t in range(1, T_ + 1):
+            want = gls_row(m, t)
+            got = R[t - 1][: len(want)]
+            if got != want or any(R[t - 1][len(want) :]):
+                raise ProofFailure(f"{m!r} t={t}: R row ≠ Gauss–Markov estimate")
+        done.append(f"{m!r}")
+    return checked(
+        "T",
+        max(T_ for _, T_ in _gls_instances(cls)),
+        "out_t is the best linear unbiased estimate of c_t from the nodes released by t",
+        "exact r = D⁻¹A(AᵀD⁻¹A)⁻¹1 = R[t] for every t ≤ T: " + "; ".join(done),
+    )
+
+
+def _variance(cls: type[Any], limit: int) -> Outcome:
+    top = min(limit, PLAN_LIMIT)
+    for m in _instances(cls, top):
+        plan_var = m.plan(top).variance_exact()
+        if plan_var != m.variance_exact(top):
+            raise ProofFailure(f"{m!r}: variance_exact ≠ plan 2Σr²b²")
+        for t_ in range(1, top + 1):
+            digits = [(t_ // m.k**x) % m.k for x in range(m.levels)]
+            closed = sum(
+                (d * v for d, v in zip(digits, m.variance_of_levels(), strict=True)),
+                Fraction(0),
+            )
+            if closed != plan_var[t_ - 1]:
+                raise ProofFailure(f"{m!r} t={t_}: Σ_h d_h(t)V_h ≠ plan")
+    m = _build(cls, 2**12)
+    if isinstance(m, Honaker):
+        unit = 2 * (m.levels * m.sensitivity / m.epsilon) ** 2
+        for x, v in enumerate(m.variance_of_levels()):
+            if v != unit * Honaker.uniform_weight(x):
+                raise ProofFailure(f"V_{x} ≠ 2(LΔ/ε)²·2^h/(2^(h+1)−1)")
+    return checked(
+        "t",
+        top,
+        "Var(out_t) = Σ_h d_h(t)·V_h = plan 2Σ r²b² (Honaker: V_h = 2(LΔ/ε)²·2^h/(2^{h+1}−1))",
+        "; ".join(repr(m) for m in _instances(cls, top)),
+    )
+
+
+def _nodes_budget(cls: type[Any], limit: int) -> Outcome:
+    """Per T ≤ limit: item 1 in L nodes, no item in more, privacy sum = ε exactly."""
+    for T_ in range(1, limit + 1):
+        for m in _instances(cls, T_, cheap=True):
+            nt = m.nodes(T_)
+            L = tree_levels(T_, m.k)
+            d = np.zeros(T_ + 1, dtype=np.int64)
+            np.add.at(d, nt.lo - 1, 1)
+            np.add.at(d, nt.hi, -1)
+            counts = np.cumsum(d[:T_])
+            if int(counts.max()) != L or int(counts[0]) != L:
+                raise ProofFailure(f"{m!r} T={T_}: worst item in {int(counts.max())} nodes ≠ L")
+            first = np.flatnonzero(nt.lo == 1)  # the nodes containing item 1, one per level
+            per_level = {
+                int(nt.hi[n]): m.sensitivity / nt.scale_table[int(nt.scale_idx[n])] for n in first
+            }
+            if sum(per_level.values(), Fraction(0)) != m.epsilon:
+                raise ProofFailure(f"{m!r} T={T_}: item 1's privacy sum ≠ ε")
+    return checked("T", limit, "item 1 lies in L nodes, each item in ≤ L; Σ Δ/b_n = ε")
+
+
+# -------------------------------------------------------------------------- instances
+def _build(cls: type[Any], horizon: int, **kw: Any) -> Any:
+    if cls is KaryTree or issubclass(cls, KaryTree):
+        kw.setdefault("k", 3)
+    return cls(epsilon=EPSILON, horizon=horizon, **kw)
+
+
+def _instances(cls: type[Any], horizon: int, cheap: bool = False) -> list[Any]:
+    if issubclass(cls, Honaker):
+        out = [_build(cls, horizon)]
+        if not cheap:
+            out.append(_build(cls, horizon, budget="mean"))
+        return out
+    out = [_build(cls, horizon, k=k) for k in (2, 3, 5)]
+    out.append(_build(cls, horizon, k=4, combine=True))
+    if not cheap:
+        out.append(_build(cls, horizon, k=3, combine=True, budget="max"))
+    return out
+
+
+def _gls_instances(cls: type[Any]) -> list[tuple[Any, int]]:
+    if issubclass(cls, Honaker):
+        T_ = GLS_LIMIT[2]
+        split = ",".join(str(Fraction(7, 10) * f) for f in _split(tree_levels(T_, 2)))
+        return [(_build(cls, T_), T_), (_build(cls, T_, budget=split), T_)]
+    out = []
+    for k_, comb in ((3, True), (3, False), (4, True)):
+        T_ = GLS_LIMIT[k_]
+        split = ",".join(str(Fraction(7, 10) * f) for f in _split(tree_levels(T_, k_)))
+        out.append((_build(cls, T_, k=k_, combine=comb, budget=split), T_))
+    return out
+
+
+def _split(levels: int) -> list[Fraction]:
+    """A non-uniform split of 1 into ``levels`` parts (1, 2, …, L over their sum)."""
+    total = levels * (levels + 1) // 2
+    return [Fraction(x + 1, total) for x in range(levels)]
+
+
+# ------------------------------------------------------------------------------ PROOFS
+def _prove(cls: type[Any], limit: int) -> list[ClaimResult]:
+    name = label(cls)
+    node_limit = min(limit, 1024)
+    rows = [
+        run_claim(name, "membership", lambda: _membership(cls)),
+        run_claim(name, "budget", lambda: _budget(cls)),
+        run_claim(name, "weights", lambda: _weights(cls)),
+        run_claim(name, "unbiased", lambda: _unbiased(cls)),
+        run_claim(name, "best linear unbiased causal", lambda: _blue(cls)),
+        run_claim(name, "budget = nodes(T)", lambda: _nodes_budget(cls, node_limit)),
+        run_claim(name, "variance = plan", lambda: _variance(cls, limit)),
+    ]
+    return rows
+
+
+PROOFS: dict[str, Callable[[type[Any], int], list[ClaimResult]]] = {
+    "Honaker": _prove,
+    "KaryTree": _prove,
+}
+"""Class name → proof function ``(cls, limit) -> list[ClaimResult]`` (see proofs.registry)."""
