@@ -657,6 +657,13 @@ def test_the_sanitizers_are_proven_and_documented() -> None:
     assert {r.claim for r in rows} >= {"tree sensitivity", "disjoint blocks", "budget"}
 
 
+def test_the_docs_name_every_tree_counter() -> None:
+    """The page lists ``tree_counters()``; it went stale when issue 13 registered kary,
+    honaker and elders (all three plug in, and the proofs cover them)."""
+    text = (ROOT / "docs" / "quantiles.md").read_text()
+    assert all(f"`{tree}`" in text for tree in tree_counters()), tree_counters()
+
+
 def test_the_docs_example_prints_what_the_page_says() -> None:
     import doctest
 
