@@ -21,9 +21,11 @@ release (and of public n, D and the domain) only; DP is closed under post-proces
 
 Theorem (parallel composition over disjoint blocks).  The streaming sanitizer assigns
 stream positions ``(b−1)n+1 … bn`` to block b and the final partial block (released once
-by ``close``) to the rest; these sets partition the positions.  Under positional
-neighbours (one position's record replaced, or present/absent) exactly one block's
-input differs, by the offline relation; block releases use independent noise and
+by ``close``) to the rest; these sets partition the positions.  Under replace-one
+neighbours (two streams of the same length differing in one record: the default) or
+positional presence (the opt-in add/remove: one position's record present or absent,
+the positions fixed — not insertion or deletion, which shifts every later block)
+exactly one block's input differs, by the offline relation; block releases use independent noise and
 independent sampling coins, so the output density factorises over blocks and the
 likelihood ratio of the whole output equals that block's, at most ``e^{ε₀}`` (McSherry
 2009).  Exhaustive companion: for every stream length m ≤ 40 and block size n ≤ 6,

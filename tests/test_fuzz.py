@@ -94,6 +94,17 @@ FUNCTION_BASELINES: dict[str, Callable[[], dict[str, Any]]] = {
         "epsilon": 1,
         "block_size": 1000,
     },
+    "sanitize.private_quantiles": lambda: FUNCTION_BASELINES["private_quantiles"](),
+    "sanitize.exponential_quantile": lambda: {
+        "data": [0, 1, 1],
+        "q": 0.5,
+        "domain": [0, 1],
+        "epsilon": 1,
+    },
+    "sanitize.exact_quantiles": lambda: {"sorted_values": [0, 1, 2], "qs": [0.5]},
+    "sanitize.rank_errors": lambda: {"sorted_truth": [0, 1, 2], "values": [1], "qs": [0.5]},
+    "sanitize.project_cdf": lambda: {"noisy": [0.5, 2.5, 1.0], "total": 3, "capacity": 3},
+    "sanitize.effective_probability": lambda: {"p": 0.5},
     "lower_bound": lambda: {
         "g": __import__("dpref.lower_bounds", fromlist=["x"]).window_decay(3),
         "epsilon": 1,
@@ -153,6 +164,7 @@ PUBLIC_MODULES = {
     "dpref.audit": "audit.",
     "dpref.sensitivity": "sensitivity.",
     "dpref.golden": "golden.",
+    "dpref.sanitize": "sanitize.",
     "proofs": "proofs.",
 }
 """The modules whose ``__all__`` functions are fuzzed, with their label prefix."""

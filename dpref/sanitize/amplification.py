@@ -70,8 +70,9 @@ def effective_probability(p: Fraction) -> tuple[float, Fraction]:
     A record is kept when ``U < q`` with ``q = ceil_float(p) ≥ p`` and
     ``U = k·2^{-53}``; that happens for ``⌈q·2^{53}⌉`` of the ``2^{53}`` values of k,
     so the keep probability is ``⌈q·2^{53}⌉/2^{53} ≥ q ≥ p``.  The amplification bound
-    increases with p, so evaluating it there is safe.
+    increases with p, so evaluating it there is safe.  ``p`` must be in (0, 1].
     """
+    p = check_subsample("p", p)
     if p == 1:
         return 1.0, Fraction(1)
     q = ceil_float(p)

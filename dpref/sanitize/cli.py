@@ -6,13 +6,15 @@
 
 The stream (one number per line, or a ``.npy`` array) is read and every value checked
 against the domain ``LO, LO+STEP, …, ≤ HI`` before any noise is drawn (``--clamp`` moves
-values outside it to the nearest end and counts them); then it is sanitized block by
-block (:class:`~dpref.sanitize.PrivateQuantiles`) and the KLL sketch's quantiles are
-printed after every K blocks.  With ``--json`` one object at the end: the declared ε,
-the history and the final answers.  ``--plot`` draws private and true quantiles over
-time (matplotlib, extra ``plot``); the true ones are computed from the input, which the
-command holds — the plot is for evaluation, not for release.  A progress bar (tqdm,
-extra ``audit``) is shown on a terminal for inputs of more than 10⁶ values.
+values outside it to the nearest end; how many were moved is *not* printed: that count is
+a function of the raw data, not of the noisy release, so printing it would break the
+declared ε); then it is sanitized block by block (:class:`~dpref.sanitize.PrivateQuantiles`)
+and the KLL sketch's quantiles are printed after every K blocks.  With ``--json`` one
+object at the end: the declared ε, the history and the final answers.  ``--plot`` draws
+private and true quantiles over time (matplotlib, extra ``plot``); the true ones are
+computed from the input, which the command holds — the plot is for evaluation, not for
+release.  A progress bar (tqdm, extra ``audit``) is shown on a terminal for inputs of
+more than 10⁶ values.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--subsample",
         default="1",
-        help="keep each record with probability P in (0, 1] (P < 1: add/remove neighbours)",
+        help="keep each record with probability P in (0, 1] (P < 1: add/remove block "
+        "sanitizers; the declared ε is for one record replaced)",
     )
     p.add_argument("--q", default="0.01,0.5,0.99", help="quantiles, comma-separated, in [0, 1]")
     p.add_argument("--every", type=int, default=1, help="print every K blocks (default 1)")
@@ -149,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     qs = _parse_q(args.q)
     every = check_int_range("every", args.every, 1, MAX_EVERY)
     subsample = check_fraction("subsample", args.subsample)
+    seed = None if args.seed is None else check_int_range("seed", args.seed, 0, None)
     plt = _plot_backend(args.plot) if args.plot else None
     extra: dict[str, Any] = {}
     if args.sketch_k is not None:
@@ -161,13 +165,16 @@ def run(args: argparse.Namespace) -> int:
         tree=args.tree,
         neighbours="add-remove" if 0 < subsample < 1 else "replace",
         clamp=args.clamp,
-        rng=args.seed,
+        rng=seed,
         **extra,
     )
     stream = read_stream(args.input)
     # every value checked (and clamped) before any noise: the same check extend() makes
     idx, _ = pq.sanitizer.offline.bucket("input", stream, clamp=args.clamp)
     del idx
+    # the whole run is bounded like the batch form (it steps block by block, so the
+    # per-call bound of extend() alone would not stop 10⁶ blocks over 2²² points)
+    pq.sanitizer.check_work(int(stream.size))
     n = pq.sanitizer.block_size
     history: list[dict[str, Any]] = []
     truth: list[list[float]] = []
@@ -216,11 +223,12 @@ def run(args: argparse.Namespace) -> int:
         "epsilon": str(pq.epsilon),
         "epsilon_float": pq.sanitizer.epsilon_float,
         "neighbours": pq.sanitizer.neighbours,
+        "block_neighbours": pq.sanitizer.offline.neighbours,
         "block_size": n,
         "subsample": str(pq.sanitizer.subsample),
         "items": pq.items,
         "blocks": pq.blocks,
-        "clamped": pq.clamped,
+        "clamp": bool(args.clamp),
         "synthetic_points": pq.synthetic_size,
         "q": qs.tolist(),
         "quantiles": [None if math.isnan(v) else v for v in final.tolist()],
@@ -234,10 +242,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        print(
-            f"ε = {pq.epsilon} ({pq.sanitizer.neighbours}); {pq.items} items, "
-            f"{pq.blocks} blocks, {pq.clamped} clamped"
-        )
+        print(f"ε = {pq.epsilon} ({pq.sanitizer.neighbours}); {pq.items} items, {pq.blocks} blocks")
+        if args.clamp:
+            print(
+                "values outside the domain were moved to its nearest end (how many is not "
+                "printed: that exact count is not private)"
+            )
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0

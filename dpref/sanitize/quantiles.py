@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.errors import DprefTypeError, ParameterError
+from dpref.errors import ParameterError
 from dpref.noise import make_rng
 from dpref.sanitize.amplification import check_subsample
 from dpref.sanitize.streaming import StreamingRun, StreamingSanitizer
@@ -53,6 +53,7 @@ from dpref.sanitize.threshold import (
 from dpref.validation import (
     check_epsilon,
     check_int_range,
+    check_real_scalar,
     check_real_vector,
     fmt,
 )
@@ -112,9 +113,25 @@ def check_quantiles(name: str, value: Any) -> FloatArray:
     return qs
 
 
-def exact_quantiles(sorted_values: FloatArray, qs: FloatArray) -> FloatArray:
+def _check_sorted(name: str, value: Any, *, allow_empty: bool) -> FloatArray:
+    x = check_records(name, value)
+    if x.size == 0 and not allow_empty:
+        raise ParameterError(f"{name}={fmt(value)}: must not be empty")
+    bad = np.flatnonzero(np.diff(x) < 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise ParameterError(
+            f"{name}[{i}]={float(x[i])!r}: must be sorted (after {float(x[i - 1])!r})"
+        )
+    return x
+
+
+def exact_quantiles(sorted_values: Any, qs: Any) -> FloatArray:
     """The smallest value whose normalized rank (count ≤ it, over N) is ≥ q: item
-    ``⌈qN⌉`` (1-based, at least 1) of the sorted values — DataSketches' inclusive rule."""
+    ``⌈qN⌉`` (1-based, at least 1) of the sorted values — DataSketches' inclusive rule
+    (NaN for every q when there are no values)."""
+    sorted_values = _check_sorted("sorted_values", sorted_values, allow_empty=True)
+    qs = check_quantiles("qs", qs)
     n = sorted_values.size
     if n == 0:
         return np.full(qs.size, np.nan)
@@ -123,9 +140,18 @@ def exact_quantiles(sorted_values: FloatArray, qs: FloatArray) -> FloatArray:
     return out
 
 
-def rank_errors(sorted_truth: FloatArray, values: FloatArray, qs: FloatArray) -> FloatArray:
+def rank_errors(sorted_truth: Any, values: Any, qs: Any) -> FloatArray:
     """How far q lies from the normalized rank interval ``[F(v⁻), F(v)]`` of each answer
-    v in the true data (0 when v is a correct q-quantile; ties count as correct)."""
+    v in the true data (0 when v is a correct q-quantile; ties count as correct).
+    ``sorted_truth`` is non-empty and sorted; ``values`` has one answer per q."""
+    sorted_truth = _check_sorted("sorted_truth", sorted_truth, allow_empty=False)
+    qs = check_quantiles("qs", qs)
+    values = check_records("values", values)
+    if values.size != qs.size:
+        raise ParameterError(
+            f"values={fmt(values)}: {values.size} answers for qs={fmt(qs)} "
+            f"({qs.size} quantiles); give one per quantile"
+        )
     n = sorted_truth.size
     below = np.searchsorted(sorted_truth, values, side="left") / n
     upto = np.searchsorted(sorted_truth, values, side="right") / n
@@ -144,8 +170,9 @@ class PrivateQuantiles:
     domain
         The domain points (strictly increasing, 1 ≤ D ≤ 2²²).
     epsilon
-        ε₀ of each block's threshold sanitizer (the declared ε of the whole stream is
-        :attr:`epsilon`: ε₀ without subsampling, smaller with it).
+        ε₀ of each block's threshold sanitizer (the declared ε of the whole stream, under
+        replace-one, is :attr:`epsilon`: ε₀ with the default relation and p = 1, 2ε₀ with
+        ``neighbours="add-remove"`` and p = 1, the subsampled bound for p < 1).
     block_size
         n, records per block, 1 ≤ n ≤ 2²⁴.
     subsample
@@ -153,11 +180,13 @@ class PrivateQuantiles:
     tree
         Registry name of the tree counter (default ``"binary"``).
     neighbours
-        ``"replace"`` (default) or ``"add-remove"``, the relation of the threshold
-        sanitizer and of the declared ε.
+        ``"replace"`` (default) or ``"add-remove"``: the relation each block's threshold
+        sanitizer is calibrated for (``"add-remove"`` is needed for p < 1).  The declared
+        :attr:`epsilon` is always for the stream relation a stream of values has:
+        one record replaced (the stream's length is public).
     clamp
         Move records outside the domain to its nearest end (counted in
-        :attr:`clamped`) instead of raising.
+        :attr:`clamped`, an exact count that is not private) instead of raising.
     sketch_k
         KLL's k, 8 ≤ k ≤ 2¹⁵ (default 1000).
     exact_limit
@@ -212,7 +241,9 @@ class PrivateQuantiles:
 
     @property
     def clamped(self) -> int:
-        """Records moved to the nearest end of the domain."""
+        """Records moved to the nearest end of the domain.  Exact, computed from the raw
+        data: not covered by :attr:`epsilon`, for the data holder only (``dpref quantiles``
+        does not print it)."""
         return self._run.clamped
 
     @property
@@ -243,7 +274,9 @@ class PrivateQuantiles:
         return self._feed([] if block is None else [block])
 
     def extend(self, values: Any) -> int:
-        """Read records (checked before any noise); the number of blocks completed."""
+        """Read records (checked, and the call's work bounded by
+        :data:`~dpref.sanitize.streaming.MAX_BATCH_WORK`, before any noise); the number
+        of blocks completed."""
         return self._feed(self._run.extend(values))
 
     def close(self) -> int:
@@ -262,15 +295,10 @@ class PrivateQuantiles:
 
     def rank(self, x: Any) -> float:
         """The sketch's normalized rank (fraction ≤ x) of a value (NaN before data)."""
-        if not isinstance(x, float | int | np.floating | np.integer) or isinstance(
-            x, bool | np.bool_
-        ):
-            raise DprefTypeError(f"x={fmt(x)}: must be a real number")
-        if not math.isfinite(float(x)):
-            raise ParameterError(f"x={fmt(x)}: must be finite")
+        value = check_real_scalar("x", x)  # a real, finite number (not a bool or a timedelta)
         if self._points == 0:
             return math.nan
-        return float(self._sketch.get_rank(float(x), True))
+        return float(self._sketch.get_rank(value, True))
 
     def exact_quantiles(self, q: Any) -> FloatArray:
         """Exact quantiles of the synthetic stream (kept while at most ``exact_limit``
@@ -300,9 +328,11 @@ def private_quantiles(
     rng: Any = None,
 ) -> FloatArray:
     """One-call form: sanitize ``stream`` (at most 2²⁶ records, its final partial block
-    included, at most 2³³ block-times-domain work) and return the KLL sketch's quantiles
-    ``q`` of the synthetic stream (ε-DP as :class:`PrivateQuantiles`; neighbours
-    replace, or add-remove when p < 1)."""
+    included, at most :data:`~dpref.sanitize.streaming.MAX_BATCH_WORK` =
+    2²⁸ units of ``blocks × (D + 2048)`` work) and return the KLL sketch's quantiles
+    ``q`` of the synthetic stream (ε-DP as :class:`PrivateQuantiles` for one record
+    replaced; the blocks' sanitizer is add/remove when p < 1, so ε is the subsampled
+    replace-one bound)."""
     qs = check_quantiles("q", q)
     p = check_subsample("subsample", subsample)
     pq = PrivateQuantiles(
@@ -335,8 +365,12 @@ def exponential_quantile(data: Any, q: Any, *, domain: Any, epsilon: Any, rng: A
     x = check_real_vector("data", data)
     if x.size > MAX_RECORDS:
         raise ParameterError(f"data: {x.size} records, more than MAX_RECORDS={MAX_RECORDS}")
-    if float(x.min()) < pts[0] or float(x.max()) > pts[-1]:
-        raise ParameterError(f"data={fmt(data)}: values outside the domain")
+    outside = np.flatnonzero((x < pts[0]) | (x > pts[-1]))
+    if outside.size:
+        i = int(outside[0])
+        raise ParameterError(
+            f"data[{i}]={float(x[i])!r}: outside domain=[{float(pts[0])!r}, {float(pts[-1])!r}]"
+        )
     gen = make_rng(rng)
     idx = np.searchsorted(pts, x, side="right") - 1
     hist = np.bincount(idx, minlength=pts.size)

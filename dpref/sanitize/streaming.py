@@ -6,26 +6,34 @@ complete, each of its records is kept independently with probability p (Poisson
 subsampling; p = 1 keeps all), and the offline sanitizer's synthetic dataset of the
 kept records is emitted.  Memory: the n buffered records plus the offline sanitizer's.
 
-Neighbours are positional (event-level): a record at one position is replaced
-(``"replace"``), or is present or absent (``"add-remove"``, an absent record takes
-no part in its block).  Either way exactly one block's dataset changes, by a replace
-or by an add/remove, and every other block's input is identical: by parallel
-composition over the disjoint blocks the whole output stream has the ε of one block.
+Neighbours.  The input is a stream of values, so two inputs of the same length that
+differ in one record (``"replace"``, the default) are the neighbours this class can be
+given; the stream's length, the block lengths and the number of blocks are public.
+Exactly one block's dataset changes, and every other block's input is identical: by
+parallel composition over the disjoint blocks the whole output stream has the ε of one
+block.  ``neighbours="add-remove"`` (opt-in) declares the bound for *positional*
+presence — the record at one position present or absent, an absent record taking no part
+in its block while the positions stay where they are.  The input has no "absent" marker,
+so no two inputs this class accepts are neighbours in that sense: it is a statement about
+a slot model the caller maintains.  It is **not** a guarantee for inserting or deleting a
+record: that shifts every later block boundary (each later block then differs by a
+replace), and it changes the stream's length, which is released exactly.
 
 * p = 1: ε is the offline sanitizer's ε₀ under its own relation; an add/remove
-  offline sanitizer also gives 2ε₀ for a replaced record (a removal then an addition).
+  offline sanitizer gives 2ε₀ for a replaced record (a removal then an addition).
 * p < 1 (the offline sanitizer must be ε₀-DP under add/remove, since a dropped record
-  is a removed one): ``ln(1 + p(e^{ε₀} − 1))`` for add/remove and
-  ``ln((1 − p + p e^{ε₀})/(1 − p + p e^{−ε₀}))`` for replace
+  is a removed one): ``ln((1 − p + p e^{ε₀})/(1 − p + p e^{−ε₀}))`` for replace and
+  ``ln(1 + p(e^{ε₀} − 1))`` for positional add/remove
   (:mod:`dpref.sanitize.amplification`), rounded up to an exact Fraction.
 
 **The final partial block** (fewer than n records when the stream ends) is released
 with the same guarantee, by :meth:`StreamingRun.close`: its positions are disjoint from
 every full block's, and the offline sanitizer's ε does not depend on how many records
-it is given (under replace that count is public — it is the stream length mod n;
-under add/remove the block's capacity n is the public bound).  ``close`` then ends the
-run: a record is released in exactly one block, never twice (a second release of the
-same positions would compose, doubling ε).  ``proofs/sanitize.py`` states and checks it.
+it is given (a replace-one offline sanitizer uses that count, which is public — it is
+the stream length mod n; an add/remove one is given the block's capacity n).  ``close``
+then ends the run: a record is released in exactly one block, never twice (a second
+release of the same positions would compose, doubling ε).  ``proofs/sanitize.py``
+states and checks it.
 
 References
 ----------
@@ -55,6 +63,7 @@ from dpref.sanitize.threshold import MAX_RECORDS, ThresholdRelease, ThresholdSan
 from dpref.validation import ceil_float, check_choice, check_flag, check_int_range, fmt
 
 __all__ = [
+    "BLOCK_OVERHEAD",
     "MAX_BATCH_WORK",
     "MAX_BLOCK",
     "MAX_STREAM",
@@ -71,9 +80,17 @@ MAX_BLOCK = 1 << 24
 MAX_STREAM = MAX_RECORDS
 """Most records :meth:`StreamingSanitizer.sanitize` (the batch form) takes in one call;
 the online form has no limit."""
-MAX_BATCH_WORK = 1 << 33
-"""Largest ``blocks × D`` of one batch call (each block costs O(D) for the tree and the
-projection): about a minute.  The online form, stepped by the caller, has no limit."""
+BLOCK_OVERHEAD = 1 << 11
+"""The fixed cost of one block release, in domain points: measured, a block over D = 2
+points takes about 350 µs (Python and numpy call overhead), as much as ~1400 points of a
+large tree at ~250 ns each.  Without it, n = 1 over a tiny domain looked free: 2²⁶ blocks
+over D = 2 passed the bound and ran for about six hours."""
+MAX_BATCH_WORK = 1 << 28
+"""Largest ``blocks × (D + BLOCK_OVERHEAD)`` of one call (:meth:`StreamingSanitizer.sanitize`,
+:meth:`StreamingRun.extend`, ``dpref quantiles``): each block costs O(D) for the tree
+and the projection.  Measured with Binary, about 250 ns per unit at D = 2²², so about a
+minute (Hybrid is about three times slower per point).  Across calls the online form has
+no limit: the caller paces it."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +104,9 @@ class SanitizedStream:
     lengths: IntArray
     """Positions of each block (n, and the partial block's length last)."""
     clamped: int
-    """Records moved to the nearest end of the domain (``clamp=True``)."""
+    """Records moved to the nearest end of the domain (``clamp=True``).  An exact count of
+    the raw data, for the data holder: it is *not* covered by the declared ε (changing one
+    record changes it by one, with no noise), so it must not be released."""
     partial: bool
     """Whether the last block was a partial one (released by ``close``)."""
 
@@ -105,8 +124,10 @@ class StreamingSanitizer:
         p in (0, 1]: keep each record independently with probability p (default 1);
         p < 1 needs an offline sanitizer with ``neighbours='add-remove'``.
     neighbours
-        The stream-level relation :attr:`epsilon` is declared for (default: the
-        offline sanitizer's); ``"add-remove"`` needs an add/remove offline sanitizer.
+        The stream-level relation :attr:`epsilon` is declared for: ``"replace"`` (the
+        default, whatever the offline sanitizer's relation: one record of a stream of the
+        same length replaced) or ``"add-remove"`` (positional presence, see the module
+        docstring; not insertion or deletion; needs an add/remove offline sanitizer).
     clamp
         Move records outside the domain to its nearest end (counted) instead of raising.
     """
@@ -131,7 +152,10 @@ class StreamingSanitizer:
         self.block_size: int = check_int_range("block_size", block_size, 1, MAX_BLOCK)
         self.subsample: Fraction = check_subsample("subsample", subsample)
         self.clamp: bool = check_flag("clamp", clamp)
-        relation = offline.neighbours if neighbours is None else neighbours
+        # the default is replace whatever the offline relation: a stream of values can
+        # only differ from another of the same length by a replaced record (add/remove
+        # here is positional presence, which no input expresses)
+        relation = "replace" if neighbours is None else neighbours
         self.neighbours: str = check_choice("neighbours", relation, NEIGHBOURS)
         if self.subsample < 1 and offline.neighbours != "add-remove":
             raise ParameterError(
@@ -172,14 +196,27 @@ class StreamingSanitizer:
             f"subsample={self.subsample}, neighbours={self.neighbours!r})"
         )
 
-    def check_work(self, records: int) -> None:
-        """Refuse a batch of ``records`` whose ``blocks × D`` exceeds :data:`MAX_BATCH_WORK`."""
-        blocks = -(-records // self.block_size)
-        if blocks * self.offline.size > MAX_BATCH_WORK:
+    def check_work(
+        self, records: int, *, buffered: int = 0, final: bool = True, name: str = "block_size"
+    ) -> None:
+        """Refuse one call that would release blocks worth more than
+        :data:`MAX_BATCH_WORK` (``blocks × (D + BLOCK_OVERHEAD)``).
+
+        ``records`` arrive after ``buffered`` already held; with ``final`` the partial
+        block is released too (the batch form).  The error names ``name``: the block size
+        for a whole stream, the values for one :meth:`StreamingRun.extend` call.
+        """
+        total = buffered + records
+        n = self.block_size
+        blocks = -(-total // n) if final else total // n
+        per_block = self.offline.size + BLOCK_OVERHEAD
+        if blocks * per_block > MAX_BATCH_WORK:
+            value = self.block_size if name == "block_size" else f"<{records} values>"
             raise ParameterError(
-                f"block_size={self.block_size}: {records} records make {blocks} blocks of "
-                f"O(D={self.offline.size}) work each, more than {MAX_BATCH_WORK} in one call; "
-                "use larger blocks or the online form"
+                f"{name}={value}: {records} records make {blocks} blocks of "
+                f"n={n} at O(D + {BLOCK_OVERHEAD}) = {per_block} work each, more than "
+                f"MAX_BATCH_WORK={MAX_BATCH_WORK} in one call; use larger blocks"
+                + ("" if name == "block_size" else ", or pass fewer values per call")
             )
 
     def online(self, rng: Any = None) -> StreamingRun:
@@ -225,7 +262,8 @@ class StreamingRun:
         self.items = 0
         """Records seen so far."""
         self.clamped = 0
-        """Records moved to the nearest end of the domain."""
+        """Records moved to the nearest end of the domain: exact, not private (see
+        :attr:`SanitizedStream.clamped`), not to be released."""
         self.lengths: list[int] = []
         """Positions (records before subsampling) of each released block: public, n for
         every full block.  How many records subsampling kept is not recorded: under
@@ -260,9 +298,11 @@ class StreamingRun:
 
     def extend(self, values: Any) -> list[FloatArray]:
         """Add records; the synthetic blocks they complete, in order.  Every record is
-        checked before any noise is drawn."""
+        checked, and the call's work bounded (:data:`MAX_BATCH_WORK`), before any noise
+        is drawn."""
         self._check_open()
         idx, clamped = self.sanitizer.offline.bucket("values", values, clamp=self.sanitizer.clamp)
+        self.sanitizer.check_work(int(idx.size), buffered=self._fill, final=False, name="values")
         self.clamped += clamped
         return [r.synthetic for r in self._extend_indices(idx)]
 

@@ -161,7 +161,8 @@ def check_domain_points(name: str, value: Any) -> FloatArray:
             f"{name}={fmt(value)}: {pts.size} points, more than MAX_DOMAIN={MAX_DOMAIN}"
         )
     if pts.size > 1:
-        bad = np.flatnonzero(np.diff(pts) <= 0)
+        with np.errstate(over="ignore"):  # -1e308, 1e308: the difference overflows to inf > 0
+            bad = np.flatnonzero(np.diff(pts) <= 0)
         if bad.size:
             i = int(bad[0]) + 1
             raise ParameterError(
@@ -175,20 +176,33 @@ def _uniform_grid(pts: FloatArray) -> tuple[float, float] | None:
     """``(lo, step)`` when the points are exactly ``lo + step·k`` in float arithmetic."""
     if pts.size < 2:
         return None
-    lo, step = float(pts[0]), float(pts[1] - pts[0])
-    if np.array_equal(pts, lo + step * np.arange(pts.size, dtype=np.float64)):
-        return lo, step
+    with np.errstate(over="ignore", invalid="ignore"):  # a span beyond 1.8e308 is no grid
+        lo, step = float(pts[0]), float(pts[1] - pts[0])
+        if np.isfinite(step) and np.array_equal(
+            pts, lo + step * np.arange(pts.size, dtype=np.float64)
+        ):
+            return lo, step
     return None
 
 
-def project_cdf(noisy: FloatArray, total: int | None, capacity: int) -> tuple[FloatArray, int]:
+def project_cdf(noisy: Any, total: Any, capacity: Any) -> tuple[FloatArray, int]:
     """The L2 projection of a noisy CDF (counts) onto ``0 ≤ F_1 ≤ … ≤ F_D = N``.
 
-    ``total`` is N when it is public (replace-one); with ``None`` (add/remove) N is the
-    isotonic fit's last value rounded and clipped to ``[0, capacity]``.  Returns the
-    projected CDF and N.
+    ``total`` is N when it is public (replace-one; ``0 ≤ total ≤ capacity``); with
+    ``None`` (add/remove) N is the isotonic fit's last value rounded and clipped to
+    ``[0, capacity]``, ``0 ≤ capacity ≤`` :data:`MAX_RECORDS`.  ``noisy`` has 1 to
+    :data:`MAX_DOMAIN` finite values.  Returns the projected CDF and N.
     """
     from scipy.optimize import isotonic_regression
+
+    if isinstance(noisy, np.ndarray) and noisy.ndim == 1 and noisy.size > MAX_DOMAIN:
+        raise ParameterError(f"noisy={fmt(noisy)}: more than MAX_DOMAIN={MAX_DOMAIN} values")
+    noisy = check_real_vector("noisy", noisy, max_len=MAX_DOMAIN)
+    capacity = check_int_range("capacity", capacity, 0, MAX_RECORDS)
+    if total is not None:
+        total = check_int_range("total", total, 0, None)
+        if total > capacity:
+            raise ParameterError(f"total={total}: must be <= capacity={capacity}")
 
     if total is None:
         fit = isotonic_regression(noisy).x if noisy.size > 1 else noisy.copy()
