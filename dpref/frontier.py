@@ -130,7 +130,8 @@ class FrontierReport:
 
     def table(self) -> str:
         """The report as text: one line per row, the best marked with ``*``."""
-        head = f"{'':2}{'mechanism':<31}{'mean Var':>17}{'max Var':>17}{'memory':>8}"
+        w = max([31, *(len(r.label) + 1 for r in self.rows if r.skipped is None)])
+        head = f"{'':2}{'mechanism':<{w}}{'mean Var':>17}{'max Var':>17}{'memory':>8}"
         lines = [
             f"dpref frontier: T = {self.horizon}, ε = {self.epsilon}, objective = {self.objective}",
             head,
@@ -138,11 +139,11 @@ class FrontierReport:
         for r in self.rows:
             mark = "* " if r.best else "  "
             if r.skipped is not None:
-                lines.append(f"{mark}{r.label:<31}  skipped: {r.skipped}")
+                lines.append(f"{mark}{r.label:<{w}}  skipped: {r.skipped}")
                 continue
             assert r.mean is not None and r.max is not None
             mem = "?" if r.memory is None else str(r.memory)
-            lines.append(f"{mark}{r.label:<31}{float(r.mean):>17.1f}{float(r.max):>17.1f}{mem:>8}")
+            lines.append(f"{mark}{r.label:<{w}}{float(r.mean):>17.1f}{float(r.max):>17.1f}{mem:>8}")
         b = self.bound
         lines.append(
             f"lower bound: no ε-DP counter is within C = {float(b.value):g} of every c_t, "

@@ -320,3 +320,21 @@ def test_docs_table_is_what_the_code_prints(T: int, label: str, mean: str, top: 
     m = eval(f"{name}(epsilon=1, horizon={T}{extra})", {"KaryTree": KaryTree, "Honaker": Honaker})
     shown = [f"{float(m.objective(o)):,.1f}" for o in ("mean", "max")]
     assert shown == [mean.strip("*"), top.strip("*")]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: KaryTree(epsilon=1, horizon=100, k=3),
+        lambda: KaryTree(epsilon=1, horizon=100, k=5, combine=True),
+        lambda: Honaker(epsilon=1, horizon=100),
+    ],
+)
+def test_online_memory_is_the_counters_state(make: Any) -> None:
+    """The memory ``dpref frontier`` reports is the floats the online counter keeps."""
+    m = make()
+    counter = m.online(rng=0)
+    counter.run([1] * 100)
+    state = [counter._start, counter._child, counter._digit]
+    assert sum(len(s) for s in state) + 2 == m.online_memory()  # + count and total
+    assert all(len(s) == m.levels for s in state)

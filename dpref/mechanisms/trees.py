@@ -701,6 +701,11 @@ class _Tree(Mechanism):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         return digit_variances(self._variance_horizon(horizon), self.k, self._variances)
 
+    def online_memory(self, horizon: int | None = None) -> int | None:
+        """Per level the prefix count where its open node began, the sum of its finished
+        children's estimates and the decomposition's estimate; the count and the total."""
+        return 3 * self.levels + 2
+
     def variance_counts(
         self, horizon: int | None = None
     ) -> tuple[tuple[Fraction, ...], npt.NDArray[np.integer[Any]]]:
