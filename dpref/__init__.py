@@ -6,6 +6,8 @@ explicit plan checked exactly, a sympy proof of its budget (``proofs``), and a
 statistical audit.
 """
 
+from typing import TYPE_CHECKING
+
 from dpref.domains import Domain, bits, bounded_integers, bounded_reals
 from dpref.errors import (
     DomainError,
@@ -15,6 +17,7 @@ from dpref.errors import (
     ParameterError,
     PlanCheckError,
 )
+from dpref.lazy import lazy_exports
 from dpref.lower_bounds import lower_bound
 from dpref.mechanisms import (
     MECHANISMS,
@@ -33,13 +36,27 @@ from dpref.mechanisms import (
     WindowSum,
 )
 from dpref.plan import LinearPlan
-from dpref.sanitize import (
-    PrivateQuantiles,
-    StreamingSanitizer,
-    ThresholdSanitizer,
-    private_quantiles,
-    subsampled_epsilon,
-)
+
+if TYPE_CHECKING:
+    from dpref.sanitize import (
+        PrivateQuantiles,
+        StreamingSanitizer,
+        ThresholdSanitizer,
+        private_quantiles,
+        subsampled_epsilon,
+    )
+
+_HOME = {
+    name: "sanitize"
+    for name in (
+        "PrivateQuantiles",
+        "StreamingSanitizer",
+        "ThresholdSanitizer",
+        "private_quantiles",
+        "subsampled_epsilon",
+    )
+}
+"""Exports loaded on first use (the sanitizer package is not needed to release a count)."""
 
 __version__ = "0.1.0"
 
@@ -77,3 +94,5 @@ __all__ = [
     "private_quantiles",
     "subsampled_epsilon",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _HOME)
