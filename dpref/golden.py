@@ -201,7 +201,9 @@ def check_golden(doc: dict[str, Any]) -> list[str]:
     if not isinstance(doc, dict):
         raise DprefTypeError(f"doc={fmt(doc)}: must be a dict (a parsed golden-vector document)")
     if doc.get("format") != FORMAT:
-        raise ParameterError(f"format={fmt(doc.get('format'))}: expected {FORMAT!r}")
+        raise ParameterError(
+            f"format={fmt(doc.get('format'))}: expected {FORMAT!r} (doc={fmt_sequence(doc)})"
+        )
     vectors = doc.get("vectors")
     if not isinstance(vectors, list):
         raise ParameterError(f"vectors={fmt(vectors)}: must be a list of vectors")

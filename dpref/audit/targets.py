@@ -23,7 +23,6 @@ sampler draws one value at a time and is far too slow for 10⁶ samples).
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit import protocol as P
+from dpref.audit.limits import MAX_TIMEOUT
 from dpref.audit.supervisor import Worker, WorkerDied
 from dpref.audit.worker import LoadError, check_spec, import_target
 from dpref.errors import DprefTypeError, ParameterError, TargetError
@@ -436,8 +436,10 @@ def as_target(
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise DprefTypeError(f"timeout={fmt(timeout)}: must be a number of seconds")
-        if not (timeout > 0 and math.isfinite(timeout)):
-            raise ParameterError(f"timeout={fmt(timeout)}: must be > 0 and finite")
+        if not (0 < timeout <= MAX_TIMEOUT):  # compared before any float conversion
+            raise ParameterError(
+                f"timeout={fmt(timeout)}: must be > 0 and at most {MAX_TIMEOUT:g} seconds"
+            )
     if memory_limit is not None:
         if isinstance(memory_limit, bool) or not isinstance(memory_limit, int):
             raise DprefTypeError(f"memory_limit={fmt(memory_limit)}: must be a number of bytes")

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.errors import ParameterError
+from dpref.mechanisms.base import MAX_EPSILON
 from dpref.noise import make_rng
 from dpref.sanitize.amplification import check_subsample
 from dpref.sanitize.streaming import StreamingRun, StreamingSanitizer
@@ -359,6 +360,8 @@ def exponential_quantile(data: Any, q: Any, *, domain: Any, epsilon: Any, rng: A
     """
     pts = check_domain_points("domain", domain)
     eps = check_epsilon("epsilon", epsilon)
+    if eps > MAX_EPSILON:
+        raise ParameterError(f"epsilon={fmt(epsilon)}: must be <= 2^400 (MAX_EPSILON)")
     qs = check_quantiles("q", q)
     if qs.size != 1:
         raise ParameterError(f"q={fmt(q)}: one quantile per call")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
-from dpref.errors import DprefTypeError, ParameterError
+from dpref.errors import DprefError, DprefTypeError, ParameterError
 from dpref.sensitivity.closed_forms import _fast_closed_form
 from dpref.sensitivity.model import (
     DEFAULT_MAX_ENUMERATION,
@@ -174,7 +174,13 @@ def global_sensitivity_table(columns: Mapping[str, Any], **kwargs: Any) -> dict[
     """:func:`global_sensitivity` for every column of a table, as the notebook reports it."""
     if not isinstance(columns, Mapping):
         raise DprefTypeError(f"columns={fmt(columns)}: must map column names to values")
-    return {str(name): global_sensitivity(col, **kwargs) for name, col in columns.items()}
+    out = {}
+    for name, col in columns.items():
+        try:
+            out[str(name)] = global_sensitivity(col, **kwargs)
+        except DprefError as exc:
+            raise type(exc)(f"columns[{name!r}]: {exc} (columns={fmt(columns)})") from None
+    return out
 
 
 def oracle_sensitivity(values: Any, **kwargs: Any) -> float:
