@@ -348,13 +348,14 @@ def _audit_options(
         raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
     if domain is not None and not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
+    given = None if epsilon is None else check_epsilon("epsilon", epsilon)
     tgt = as_target(target, timeout=timeout)
-    if epsilon is None:
+    if given is None:
         if tgt.mechanism is None:
             raise ParameterError("epsilon=None: give the ε a black-box target claims")
         claimed = tgt.mechanism.declared_epsilon
     else:
-        claimed = check_epsilon("epsilon", epsilon)
+        claimed = given
     if tgt.mechanism is not None:
         tgt.mechanism_at(T)
     plan_source = reference if reference is not None else tgt.mechanism
