@@ -98,15 +98,14 @@ def check_quantiles(name: str, value: Any) -> FloatArray:
         value, bool | np.bool_
     ):
         value = [value]
-    if isinstance(value, list | tuple) and len(value) > MAX_QUANTILES:
-        raise ParameterError(
-            f"{name}={fmt(value)}: {len(value)} quantiles, more than {MAX_QUANTILES}"
-        )
-    qs = check_records(name, value)
-    if qs.size == 0:
-        raise ParameterError(f"{name}={fmt(value)}: must not be empty")
-    if qs.size > MAX_QUANTILES:
-        raise ParameterError(f"{name}={fmt(value)}: {qs.size} quantiles, more than {MAX_QUANTILES}")
+    qs = check_records(
+        name,
+        value,
+        limit=MAX_QUANTILES,
+        unit="quantiles",
+        limit_name="MAX_QUANTILES",
+        allow_empty=False,
+    )
     bad = np.flatnonzero((qs < 0) | (qs > 1))
     if bad.size:
         i = int(bad[0])
@@ -115,9 +114,7 @@ def check_quantiles(name: str, value: Any) -> FloatArray:
 
 
 def _check_sorted(name: str, value: Any, *, allow_empty: bool) -> FloatArray:
-    x = check_records(name, value)
-    if x.size == 0 and not allow_empty:
-        raise ParameterError(f"{name}={fmt(value)}: must not be empty")
+    x = check_records(name, value, allow_empty=allow_empty)
     bad = np.flatnonzero(np.diff(x) < 0)
     if bad.size:
         i = int(bad[0]) + 1

@@ -120,46 +120,38 @@ def _find_trees() -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_records(name: str, value: Any) -> FloatArray:
-    """A 1-D sequence of finite reals (possibly empty), at most :data:`MAX_RECORDS`, with
-    every error message naming ``name=`` (a scalar or a 2-D array is refused)."""
-    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size > MAX_RECORDS:
-        raise ParameterError(
-            f"{name}={fmt(value)}: {value.size} records, more than MAX_RECORDS={MAX_RECORDS}"
-        )
-    try:
-        x = check_real_vector(name, value, allow_empty=True)
-    except (DprefTypeError, ParameterError, DomainError) as exc:
-        text = str(exc)
-        if text.startswith((f"{name}=", f"{name}[")):
-            raise
-        rest = text[len(name) + 2 :] if text.startswith(f"{name}: ") else text
-        raise type(exc)(f"{name}={fmt(value)}: {rest}") from None
-    if x.size > MAX_RECORDS:
-        raise ParameterError(
-            f"{name}={fmt(value)}: {x.size} records, more than MAX_RECORDS={MAX_RECORDS}"
-        )
+def check_records(
+    name: str,
+    value: Any,
+    *,
+    limit: int = MAX_RECORDS,
+    unit: str = "records",
+    limit_name: str = "MAX_RECORDS",
+    allow_empty: bool = True,
+) -> FloatArray:
+    """A 1-D sequence of finite reals, at most ``limit`` long (its length checked before
+    it is converted when it is a list, tuple or array), with every error message naming
+    ``name=`` (a scalar or a 2-D array is refused; empty only with ``allow_empty``)."""
+
+    def too_long(n: int) -> ParameterError:
+        return ParameterError(f"{name}={fmt(value)}: {n} {unit}, more than {limit_name}={limit}")
+
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size > limit:
+        raise too_long(value.size)
+    if isinstance(value, list | tuple) and len(value) > limit:
+        raise too_long(len(value))
+    x = check_real_vector(name, value, allow_empty=allow_empty)
+    if x.size > limit:
+        raise too_long(x.size)
     return x
 
 
 def check_domain_points(name: str, value: Any) -> FloatArray:
     """A non-empty, strictly increasing 1-D array of finite reals, at most
     :data:`MAX_DOMAIN` long."""
-    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size > MAX_DOMAIN:
-        raise ParameterError(
-            f"{name}={fmt(value)}: {value.size} points, more than MAX_DOMAIN={MAX_DOMAIN}"
-        )
-    if isinstance(value, list | tuple) and len(value) > MAX_DOMAIN:
-        raise ParameterError(
-            f"{name}={fmt(value)}: {len(value)} points, more than MAX_DOMAIN={MAX_DOMAIN}"
-        )
-    pts = check_records(name, value)
-    if pts.size == 0:
-        raise ParameterError(f"{name}={fmt(value)}: must not be empty")
-    if pts.size > MAX_DOMAIN:
-        raise ParameterError(
-            f"{name}={fmt(value)}: {pts.size} points, more than MAX_DOMAIN={MAX_DOMAIN}"
-        )
+    pts = check_records(
+        name, value, limit=MAX_DOMAIN, unit="points", limit_name="MAX_DOMAIN", allow_empty=False
+    )
     if pts.size > 1:
         with np.errstate(over="ignore"):  # -1e308, 1e308: the difference overflows to inf > 0
             bad = np.flatnonzero(np.diff(pts) <= 0)
