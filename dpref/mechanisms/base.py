@@ -480,7 +480,11 @@ class Mechanism(ABC):
 
     # --------------------------------------------------------------- helpers
     def _horizon_for(
-        self, horizon: int | None, name: str = "horizon", limit: int = MAX_STEPS
+        self,
+        horizon: int | None,
+        name: str = "horizon",
+        limit: int = MAX_STEPS,
+        limit_name: str = "MAX_STEPS",
     ) -> int:
         """T for a path that builds one value per step (plan, variance, node noise):
         the given or own horizon, at most the mechanism's and at most ``limit``
@@ -494,11 +498,8 @@ class Mechanism(ABC):
             if self.horizon is not None and t > self.horizon:
                 raise HorizonError(f"{name}={t}: exceeds the mechanism's horizon={self.horizon}")
         if t > limit:
-            const = {MAX_STEPS: "MAX_STEPS", MAX_VARIANCE_STEPS: "MAX_VARIANCE_STEPS"}.get(
-                limit, "max_plan_steps"
-            )
             raise HorizonError(
-                f"{name}={fmt(t)}: above {const}={limit} (2^{limit.bit_length() - 1}); this "
+                f"{name}={fmt(t)}: above {limit_name}={limit} (2^{limit.bit_length() - 1}); this "
                 "path builds one value per step (Θ(T) memory and time); online() steps "
                 "through longer streams"
             )
@@ -506,7 +507,7 @@ class Mechanism(ABC):
 
     def _variance_horizon(self, horizon: int | None) -> int:
         """T for ``variance``/``variance_exact`` (at most :data:`MAX_VARIANCE_STEPS`)."""
-        return self._horizon_for(horizon, limit=MAX_VARIANCE_STEPS)
+        return self._horizon_for(horizon, limit=MAX_VARIANCE_STEPS, limit_name="MAX_VARIANCE_STEPS")
 
     def _stream(self, stream: Any) -> FloatArray:
         limit = MAX_STEPS if self.horizon is None else min(self.horizon, MAX_STEPS)
@@ -525,7 +526,7 @@ class Mechanism(ABC):
     def plan(self, horizon: int | None = None) -> LinearPlan:
         """The explicit linear plan at T = ``horizon`` (default: the mechanism's T), for
         T up to :attr:`max_plan_steps`."""
-        t = self._horizon_for(horizon, limit=self.max_plan_steps)
+        t = self._horizon_for(horizon, limit=self.max_plan_steps, limit_name="max_plan_steps")
         nodes = self.nodes(t)
         weight_idx = (
             nodes.weight_idx if nodes.weight_idx is not None else np.zeros(nodes.size, np.int64)
