@@ -17,6 +17,7 @@ __all__ = [
     "MAX_RUNS",
     "MAX_SAMPLES",
     "MAX_TIMEOUT",
+    "MAX_WORKERS",
 ]
 
 MAX_SAMPLES = 10**9
@@ -33,3 +34,6 @@ MAX_CHECKS = 1000
 """Largest number of random verification points of an exact audit (default 4)."""
 MAX_TIMEOUT = 86_400.0
 """Largest per-call timeout, seconds (one day per call of the target)."""
+MAX_WORKERS = 64
+"""Largest number of worker processes of a local Dask cluster (``workers=``/``--workers``);
+beyond the cores of one machine more processes only add start-up time and memory."""
