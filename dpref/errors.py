@@ -54,4 +54,4 @@ class TargetError(DprefError, ValueError):
 
 
 class ClusterError(DprefError, RuntimeError):
-    """A Dask cluster running an audit's shards failed (a lost worker, a task that could not run)."""
+    """A Dask cluster running an audit's shards failed (a lost worker, a task not run)."""

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.limits import MAX_WORKERS
+from dpref.audit.limits import CONNECT_TIMEOUT, MAX_WORKERS
 from dpref.audit.targets import DEFAULT_MEMORY_LIMIT, Finding, Target, TargetFailure
 from dpref.errors import ClusterError, DprefError, DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -52,6 +54,7 @@ __all__ = [
     "check_cluster",
     "count_events",
     "open_executor",
+    "option_names",
     "root_seed",
     "sample_rows",
     "shard_layout",
@@ -67,9 +70,6 @@ Large enough that a task's overhead (a few ms on Dask, a worker start for an unt
 target) is small beside its sampling, small enough that 10⁶ samples make 8 shards."""
 SHARD_RUNS = 1 << 12
 """Runs in one shard of a conformance run's main sample (the last shard takes the rest)."""
-CONNECT_TIMEOUT = 10.0
-"""Longest wait, in seconds, for an existing Dask scheduler to answer before the run is
-refused (an unreachable address is an error, never a hang)."""
 _CHUNK_BYTES = 32 << 20
 """Largest block of outputs a shard holds at once (rows × T × 8 bytes)."""
 _INSTALL = "pip install 'dpref[cluster]'"
@@ -273,6 +273,8 @@ class ClusterOptions:
     """Worker processes of a local Dask cluster (None: not a local cluster)."""
     scheduler: str | None = None
     """Address of an existing Dask scheduler (None: not an existing cluster)."""
+    names: tuple[str, str] = ("workers", "scheduler")
+    """How errors name the two options (the CLI's flags, or the API's parameters)."""
 
     @property
     def sequential(self) -> bool:
@@ -280,15 +282,27 @@ class ClusterOptions:
         return self.workers is None and self.scheduler is None
 
 
-def check_cluster(
-    workers: Any, scheduler: Any, *, names: tuple[str, str] = ("workers", "scheduler")
-) -> ClusterOptions:
+_NAMES: ContextVar[tuple[str, str]] = ContextVar("_NAMES", default=("workers", "scheduler"))
+
+
+@contextlib.contextmanager
+def option_names(workers: str, scheduler: str) -> Iterator[None]:
+    """Within the block, errors about the two options name them so (the CLI: its flags)."""
+    token = _NAMES.set((workers, scheduler))
+    try:
+        yield
+    finally:
+        _NAMES.reset(token)
+
+
+def check_cluster(workers: Any, scheduler: Any) -> ClusterOptions:
     """Validate ``workers`` / ``scheduler`` (before anything is sampled or started).
 
     ``workers`` is an int in [1, :data:`~dpref.audit.limits.MAX_WORKERS`], ``scheduler``
     a non-empty address string; at most one of them; either needs Dask installed.
-    ``names`` are how errors name the two options (the CLI passes its flags).
+    Errors name the options as :func:`option_names` says (default: the parameters).
     """
+    names = _NAMES.get()
     wname, sname = names
     if workers is not None and scheduler is not None:
         raise ParameterError(
@@ -302,10 +316,9 @@ def check_cluster(
             raise DprefTypeError(f"{sname}={fmt(scheduler)}: must be an address string")
         if not scheduler.strip() or len(scheduler) > 1000 or not scheduler.isprintable():
             raise ParameterError(
-                f"{sname}={fmt(scheduler)}: must be a scheduler address such as "
-                "tcp://host:8786"
+                f"{sname}={fmt(scheduler)}: must be a scheduler address such as tcp://host:8786"
             )
-    opts = ClusterOptions(workers, None if scheduler is None else scheduler.strip())
+    opts = ClusterOptions(workers, None if scheduler is None else scheduler.strip(), names)
     if not opts.sequential:
         _distributed(wname if workers is not None else sname, workers or scheduler)
     return opts
@@ -419,21 +432,22 @@ def open_executor(opts: ClusterOptions) -> Iterator[Executor]:
 
 
 def _start(opts: ClusterOptions) -> DaskExecutor:
-    distributed = _distributed(
-        "workers" if opts.workers is not None else "scheduler", opts.workers or opts.scheduler
-    )
+    wname, sname = opts.names
     if opts.workers is not None:
+        distributed = _distributed(wname, opts.workers)
         try:
-            cluster = distributed.LocalCluster(
-                n_workers=opts.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            with warnings.catch_warnings():  # "port 8787 is in use": not the user's concern
+                warnings.simplefilter("ignore", UserWarning)
+                cluster = distributed.LocalCluster(
+                    n_workers=opts.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
         except Exception as exc:
             raise ClusterError(
-                f"workers={opts.workers}: the local Dask cluster did not start ({_line(exc)})"
+                f"{wname}={opts.workers}: the local Dask cluster did not start ({_line(exc)})"
             ) from None
         try:
             client = distributed.Client(cluster)
@@ -441,16 +455,24 @@ def _start(opts: ClusterOptions) -> DaskExecutor:
             cluster.close()
             raise
         return DaskExecutor(client, cluster, opts.workers)
+    distributed = _distributed(sname, opts.scheduler)
     try:
         client = distributed.Client(opts.scheduler, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ParameterError(
-            f"scheduler={fmt(opts.scheduler)}: no Dask scheduler answered within "
+            f"{sname}={fmt(opts.scheduler)}: no Dask scheduler answered within "
+            f"{CONNECT_TIMEOUT:g} s ({_line(exc)})"
+        ) from None
+    try:  # a scheduler without workers would leave every task waiting
+        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        client.close()
+        raise ParameterError(
+            f"{sname}={fmt(opts.scheduler)}: the scheduler has no workers after "
             f"{CONNECT_TIMEOUT:g} s ({_line(exc)})"
         ) from None
     n = len(client.scheduler_info().get("workers", {}))
     return DaskExecutor(client, None, n or None)
-
 
 
 def _line(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ system.  Beyond these ranges the work is not bounded on an 8 GB laptop, so
 from __future__ import annotations
 
 __all__ = [
+    "CONNECT_TIMEOUT",
     "MAX_CHECKS",
     "MAX_EXACT_HORIZON",
     "MAX_HORIZON",
@@ -37,3 +38,6 @@ MAX_TIMEOUT = 86_400.0
 MAX_WORKERS = 64
 """Largest number of worker processes of a local Dask cluster (``workers=``/``--workers``);
 beyond the cores of one machine more processes only add start-up time and memory."""
+CONNECT_TIMEOUT = 10.0
+"""Longest wait, in seconds, for an existing Dask scheduler (``scheduler=``/``--scheduler``)
+to answer before the run is refused: an unreachable address is an error, never a hang."""

@@ -644,7 +644,8 @@ def _test(
 
     counts = np.zeros((len(family), 2), dtype=np.int64)  # [event, x / x′]
     shared = (TargetRecipe.of(tgt), events)
-    for k, shard in enumerate(executor.results(local, remote_count, shared, tasks)):
+    for k, summary in enumerate(executor.results(local, remote_count, shared, tasks)):
+        shard: CountShard = summary
         if not executor.sequential:  # the live target recorded them itself
             for f in shard.findings:
                 tgt.record(f)
