@@ -124,28 +124,41 @@ def test_shard_counts_merge_to_the_counts_of_the_whole_sample() -> None:
 
 
 # ------------------------------------------------------------------ identical results
+SMALL_SHARD = 2000
+"""Shard size in the tests below (monkeypatched: many shards from a few samples)."""
+
+
+@pytest.fixture
+def small_shards(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(C, "SHARD_SAMPLES", SMALL_SHARD)
+    monkeypatch.setattr(C, "SHARD_RUNS", SMALL_SHARD // 4)
+
+
 def test_builtin_audit_is_identical_in_process_and_on_a_two_process_cluster(
-    scheduler: str,
+    scheduler: str, small_shards: None
 ) -> None:
-    kw: dict[str, Any] = {"horizon": 5, "samples": 3 * C.SHARD_SAMPLES + 1000, "seed": 11}
+    kw: dict[str, Any] = {"horizon": 5, "samples": 20_500, "seed": 11}
     here = audit(Binary(epsilon=1, horizon=5), **kw)
     there = audit(Binary(epsilon=1, horizon=5), scheduler=scheduler, **kw)
     _same_audit(here, there)
-    assert here.events and here.test_samples > 2 * C.SHARD_SAMPLES  # several shards per side
+    assert len(here.events) == 2  # black-box and plan-aware events, both counted
+    assert len(C.shard_layout(here.test_samples)) == 9  # 8 full shards and a part per side
 
 
-def test_local_cluster_of_two_workers_gives_the_same_audit() -> None:
+def test_local_cluster_of_two_workers_gives_the_same_audit(small_shards: None) -> None:
     """``workers=2`` starts (and closes) its own LocalCluster."""
-    kw: dict[str, Any] = {"horizon": 4, "samples": C.SHARD_SAMPLES + 5000, "seed": 5}
+    kw: dict[str, Any] = {"horizon": 4, "samples": 12_000, "seed": 5}
     here = audit(Binary(epsilon=1, horizon=4), **kw)
     there = audit(Binary(epsilon=1, horizon=4), workers=2, **kw)
     _same_audit(here, there)
 
 
-def test_untrusted_audit_is_identical_and_still_isolated(scheduler: str) -> None:
+def test_untrusted_audit_is_identical_and_still_isolated(
+    scheduler: str, small_shards: None
+) -> None:
     """A spec target: on the cluster each shard imports it only in dpref's own worker
     process; the report (bound, counts, verdict) is the in-process one."""
-    kw: dict[str, Any] = {"horizon": 5, "epsilon": 1, "samples": 30_000, "seed": 2}
+    kw: dict[str, Any] = {"horizon": 5, "epsilon": 1, "samples": 10_000, "seed": 2}
     target = f"{TARGETS}:binary_log_t"
     here = audit(target, **kw)
     there = audit(target, scheduler=scheduler, **kw)
@@ -153,9 +166,9 @@ def test_untrusted_audit_is_identical_and_still_isolated(scheduler: str) -> None
     assert here.events and not here.findings
 
 
-def test_findings_from_shards_are_merged_as_in_process(scheduler: str) -> None:
+def test_findings_from_shards_are_merged_as_in_process(scheduler: str, small_shards: None) -> None:
     """A target with NaN outputs: the non-finite finding is the same wherever it ran."""
-    kw: dict[str, Any] = {"horizon": 4, "epsilon": 1, "samples": 20_000, "seed": 4}
+    kw: dict[str, Any] = {"horizon": 4, "epsilon": 1, "samples": 8_000, "seed": 4}
     target = f"{TARGETS}:returns_nan"
     here = audit(target, **kw)
     there = audit(target, scheduler=scheduler, **kw)
@@ -163,13 +176,15 @@ def test_findings_from_shards_are_merged_as_in_process(scheduler: str) -> None:
     assert any(f.kind == "non-finite" for f in there.findings)
 
 
-def test_conform_is_identical_in_process_and_on_the_cluster(scheduler: str) -> None:
-    kw: dict[str, Any] = {"horizon": 8, "runs": C.SHARD_RUNS + 500, "seed": 9}
+def test_conform_is_identical_in_process_and_on_the_cluster(
+    scheduler: str, small_shards: None
+) -> None:
+    kw: dict[str, Any] = {"horizon": 8, "runs": 3 * C.SHARD_RUNS + 100, "seed": 9}
     ref = Binary(epsilon=1, horizon=8)
     here = conform(f"{TARGETS}:binary_ok", ref, **kw)
     there = conform(f"{TARGETS}:binary_ok", ref, scheduler=scheduler, **kw)
     _same_conform(here, there)
-    assert here.runs == C.SHARD_RUNS + 500
+    assert here.runs == 3 * C.SHARD_RUNS + 100 and len(here.checks) == 6
 
 
 def test_a_crashing_target_in_a_shard_task_is_a_finding_not_a_crash() -> None:

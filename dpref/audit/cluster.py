@@ -76,12 +76,14 @@ _INSTALL = "pip install 'dpref[cluster]'"
 
 
 # ------------------------------------------------------------------ layout and seeds
-def shard_layout(total: int, size: int = SHARD_SAMPLES) -> list[int]:
-    """The sizes of the shards of ``total`` samples: ``size`` each, the last the rest.
+def shard_layout(total: int, size: int | None = None) -> list[int]:
+    """The sizes of the shards of ``total`` samples: ``size`` each (default
+    :data:`SHARD_SAMPLES`), the last the rest.
 
     A function of ``total`` (and the fixed shard size) only, never of the number of
     workers: that is what makes a sharded run's result independent of where it ran.
     """
+    size = SHARD_SAMPLES if size is None else size
     if total <= 0:
         return []
     full, rest = divmod(total, size)

@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpref.audit import cluster as cluster_module
 from dpref.audit.cluster import (
-    SHARD_RUNS,
     Executor,
     RowsShard,
     TargetRecipe,
@@ -569,7 +569,7 @@ def _main_sample(
     :func:`~dpref.audit.cluster.shard_seed` ``(root, 0, i)`` and concatenated in order
     (the statistical checks need every row); the first failed shard ends the sample.
     """
-    layout = shard_layout(n, SHARD_RUNS)
+    layout = shard_layout(n, cluster_module.SHARD_RUNS)
     tasks = [(x, shard_seed(root, 0, i), size) for i, size in enumerate(layout)]
 
     def local(k: int) -> RowsShard:
