@@ -316,3 +316,28 @@ def test_import_of_the_cluster_module_does_not_load_dask() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_a_callable_target_runs_forked_on_the_cluster_with_the_same_result(
+    scheduler: str, small_shards: None
+) -> None:
+    """A lambda travels by value (cloudpickle) and runs in a forked worker of the Dask worker."""
+
+    def f(x: Any, rng: np.random.Generator) -> Any:
+        return np.cumsum(x) + rng.laplace(0.0, 2.0, x.size)
+
+    kw: dict[str, Any] = {"horizon": 3, "epsilon": 1, "samples": 6_000, "seed": 8}
+    _same_audit(audit(f, **kw), audit(f, scheduler=scheduler, **kw))
+
+
+def test_a_callable_that_cannot_be_sent_is_refused_before_sampling() -> None:
+    import threading
+
+    lock = threading.Lock()
+
+    def holds_a_lock(x: Any, rng: np.random.Generator) -> Any:
+        with lock:
+            return np.cumsum(x)
+
+    with pytest.raises(ParameterError, match=r"cannot be sent to the Dask workers of workers=2"):
+        audit(holds_a_lock, horizon=3, epsilon=1, samples=1000, workers=2)

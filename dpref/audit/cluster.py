@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit.limits import CONNECT_TIMEOUT, MAX_WORKERS
-from dpref.audit.targets import DEFAULT_MEMORY_LIMIT, Finding, Target, TargetFailure
+from dpref.audit.targets import Finding, Target, TargetFailure
 from dpref.errors import ClusterError, DprefError, DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.validation import check_int_range, fmt
@@ -52,6 +52,7 @@ __all__ = [
     "Sequential",
     "TargetRecipe",
     "check_cluster",
+    "check_sendable",
     "count_events",
     "open_executor",
     "option_names",
@@ -143,7 +144,7 @@ class TargetRecipe:
             func=self.func,
             timeout=self.timeout,
             spec=self.spec,
-            memory_limit=DEFAULT_MEMORY_LIMIT if self.memory_limit is None else self.memory_limit,
+            memory_limit=self.memory_limit,
         )
 
 
@@ -324,6 +325,24 @@ def check_cluster(workers: Any, scheduler: Any) -> ClusterOptions:
     if not opts.sequential:
         _distributed(wname if workers is not None else sname, workers or scheduler)
     return opts
+
+
+def check_sendable(tgt: Target, opts: ClusterOptions) -> None:
+    """A callable target must pickle (by reference or, via cloudpickle, by value) to reach
+    the Dask workers: checked before anything is sampled (a :class:`ParameterError`)."""
+    if opts.sequential or tgt.func is None:
+        return
+    import cloudpickle  # a dependency of Dask, present whenever Dask is
+
+    try:
+        cloudpickle.dumps(tgt.func)
+    except Exception as exc:
+        name = opts.names[0] if opts.workers is not None else opts.names[1]
+        value = opts.workers if opts.workers is not None else opts.scheduler
+        raise ParameterError(
+            f"target={fmt(tgt.name)}: cannot be sent to the Dask workers of "
+            f"{name}={fmt(value)} ({_line(exc)}); pass a 'module:function' spec instead"
+        ) from None
 
 
 def _distributed(name: str, value: Any) -> Any:

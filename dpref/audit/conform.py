@@ -59,6 +59,7 @@ from dpref.audit.cluster import (
     RowsShard,
     TargetRecipe,
     check_cluster,
+    check_sendable,
     open_executor,
     remote_rows,
     root_seed,
@@ -314,6 +315,7 @@ def conform(
         domain=domain,
         timeout=timeout,
     )
+    check_sendable(tgt, cluster)
     gen = seeded(seed)
     x = _test_stream(stream, T, dom, gen)
     checks = [_crashes(tgt, T, dom, gen)]

@@ -61,6 +61,7 @@ from dpref.audit.cluster import (
     Executor,
     TargetRecipe,
     check_cluster,
+    check_sendable,
     count_events,
     open_executor,
     remote_count,
@@ -306,6 +307,7 @@ def audit(
         selection_fraction=selection_fraction,
         timeout=timeout,
     )
+    check_sendable(opts.tgt, cluster)
     gen = seeded(seed)
     pair_list = _neighbour_pairs(opts, pairs, gen)
     families = _event_families(opts)
