@@ -209,7 +209,9 @@ def test_a_crashing_target_in_a_shard_task_is_a_finding_not_a_crash() -> None:
         ({"workers": 2.0}, r"workers=2.0: must be an int"),
         ({"workers": True}, r"workers=True: must be an int"),
         ({"scheduler": 8786}, r"scheduler=8786: must be an address string"),
-        ({"scheduler": " "}, r"scheduler=' ': must be a scheduler address"),
+        ({"scheduler": " "}, r"scheduler=' ': must be a scheduler address host:port"),
+        ({"scheduler": "abc"}, r"scheduler='abc': must be a scheduler address host:port"),
+        ({"scheduler": "tcp://h:1/x"}, r"scheduler='tcp://h:1/x': must be a scheduler addr"),
         ({"workers": 2, "scheduler": "tcp://h:1"}, r"workers=2, scheduler='tcp://h:1': give one"),
     ],
 )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -74,6 +75,10 @@ SHARD_RUNS = 1 << 12
 _CHUNK_BYTES = 32 << 20
 """Largest block of outputs a shard holds at once (rows × T × 8 bytes)."""
 _INSTALL = "pip install 'dpref[cluster]'"
+_ADDRESS = re.compile(
+    r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}\Z"
+)
+"""A scheduler address: an optional protocol, a host name, IPv4 or [IPv6] address, a port."""
 
 
 # ------------------------------------------------------------------ layout and seeds
@@ -317,9 +322,10 @@ def check_cluster(workers: Any, scheduler: Any) -> ClusterOptions:
     if scheduler is not None:
         if not isinstance(scheduler, str):
             raise DprefTypeError(f"{sname}={fmt(scheduler)}: must be an address string")
-        if not scheduler.strip() or len(scheduler) > 1000 or not scheduler.isprintable():
+        if len(scheduler) > 1000 or not _ADDRESS.match(scheduler.strip()):
             raise ParameterError(
-                f"{sname}={fmt(scheduler)}: must be a scheduler address such as tcp://host:8786"
+                f"{sname}={fmt(scheduler)}: must be a scheduler address host:port, such as "
+                "tcp://head:8786"
             )
     opts = ClusterOptions(workers, None if scheduler is None else scheduler.strip(), names)
     if not opts.sequential:
