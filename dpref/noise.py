@@ -41,10 +41,10 @@ from dpref.errors import DprefTypeError, ParameterError
 from dpref.validation import ceil_float, fmt
 
 __all__ = [
-    "NoiseKind",
-    "RngLike",
     "NOISE_KINDS",
     "NoiseFamily",
+    "NoiseKind",
+    "RngLike",
     "bernoulli_exp_neg",
     "discrete_gaussian",
     "discrete_gaussian_variance",

@@ -1,4 +1,4 @@
-"""Noise samplers: exact discrete Laplace and Gaussian (CKS 2020), Bernoulli(exp(−γ)), uniform ints."""
+"""Noise samplers: exact discrete Laplace and Gaussian (CKS 2020), Bernoulli(exp(−γ)), ints."""
 
 from __future__ import annotations
 
@@ -124,7 +124,8 @@ def dgauss_chisq_pvalue(sample: np.ndarray, sigma2: float, k: int) -> float:
 
 
 @pytest.mark.parametrize(
-    ("sigma2", "k", "seed"), [(Fraction(1, 3), 3, 21), (Fraction(9, 4), 6, 22), (Fraction(10), 9, 23)]
+    ("sigma2", "k", "seed"),
+    [(Fraction(1, 3), 3, 21), (Fraction(9, 4), 6, 22), (Fraction(10), 9, 23)],
 )
 def test_discrete_gaussian_law_and_power(sigma2: Fraction, k: int, seed: int) -> None:
     """σ² = 1/3 (proposal scale t = 1), 9/4 (t = 2) and 10 (t = 4): the exact pmf passes
@@ -160,7 +161,7 @@ def test_discrete_gaussian_variance_is_a_tight_upper_bound() -> None:
 def test_discrete_gaussian_bad_input_leaves_rng_untouched(sigma2: object, size: object) -> None:
     rng = np.random.default_rng(25)
     before = rng.bit_generator.state
-    with pytest.raises(DprefError, match="sigma2=|size="):
+    with pytest.raises(DprefError, match=r"sigma2=|size="):
         discrete_gaussian(rng, sigma2, size)  # type: ignore[arg-type]
     assert rng.bit_generator.state == before
     with pytest.raises(DprefError, match="sigma2="):
