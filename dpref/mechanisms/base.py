@@ -144,6 +144,10 @@ class BudgetTerm:
     """How many nodes of this kind the worst item lies in (int or sympy expression)."""
     scale: Any
     """Laplace scale of those nodes (Fraction or sympy expression)."""
+    weight: Any = 1
+    """The nodes' weight ``|w_n|`` when they are weighted (PolynomialSum's ``(1−β)^j``;
+    ``membership`` then counts weight, ``weight × #nodes``).  The Gaussian node variance
+    of the term is ``weight·Δ·scale/(2ρ)`` (:meth:`Mechanism.node_variance`)."""
 
 
 @dataclass(frozen=True)
