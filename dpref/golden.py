@@ -35,7 +35,7 @@ import numpy as np
 from dpref.errors import DprefError, DprefTypeError, ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.registry import build_mechanism
-from dpref.validation import fmt, fmt_sequence
+from dpref.validation import check_fraction, fmt, fmt_sequence
 
 __all__ = [
     "GOLDEN_CASES",
@@ -262,12 +262,25 @@ def _check_size(vec: dict[str, Any]) -> None:
         )
 
 
-def vector_mechanism(vec: dict[str, Any]) -> Mechanism:
+def vector_mechanism(vec: Any) -> Mechanism:
     """The mechanism a golden vector describes: built with its ``epsilon`` (pure) or its
-    ``rho`` (zCDP), both exact rational strings, and its parameters."""
-    if "rho" in vec:
-        return build_mechanism(vec["mechanism"], rho=Fraction(vec["rho"]), **vec["parameters"])
-    return build_mechanism(vec["mechanism"], epsilon=Fraction(vec["epsilon"]), **vec["parameters"])
+    ``rho`` (zCDP), both exact rational strings, and its parameters.
+
+    Raises :class:`~dpref.errors.ParameterError` naming ``vec`` (or the field) when the
+    vector is not an object with a mechanism name, a parameters object and one budget."""
+    if not isinstance(vec, dict):
+        raise DprefTypeError(f"vec={fmt(vec)}: must be a golden vector (a dict)")
+    name, params = vec.get("mechanism"), vec.get("parameters")
+    if not isinstance(name, str) or not isinstance(params, dict):
+        raise ParameterError(
+            f"vec={fmt_sequence(vec)}: needs a 'mechanism' name and a 'parameters' object"
+        )
+    key = "rho" if "rho" in vec else "epsilon"
+    text = vec.get(key)
+    if not isinstance(text, str):
+        raise ParameterError(f"{key}={fmt(text)}: a golden vector's budget is a rational string")
+    budget = check_fraction(key, text)
+    return build_mechanism(name, **{key: budget}, **params)
 
 
 def _check_vector(vec: dict[str, Any]) -> list[str]:

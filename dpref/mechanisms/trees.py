@@ -959,7 +959,7 @@ class KaryTree(_Tree):
         Example({"k": "auto"}, horizons=(16,)),
         Example({"k": 3, "budget": "max"}, horizons=()),
         Example({"k": 3}, horizons=(16,), privacy="zcdp"),
-        Example({"k": 4, "combine": True, "budget": "mean"}, horizons=(), privacy="zcdp"),
+        Example({"k": 4, "combine": True}, horizons=(), privacy="zcdp"),
     )
 
     def __init__(
