@@ -238,3 +238,74 @@ def test_docs_gaussian_example_prints_what_the_page_shows(
     assert code is not None and shown is not None
     exec(compile(code.group(1), "docs/gaussian.md", "exec"), {})
     assert capsys.readouterr().out == shown.group(1)
+
+
+# ------------------------------------------------------------------ cli and audits
+def test_cli_release_with_rho(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from dpref.cli import main
+
+    stream = tmp_path / "s.txt"
+    stream.write_text("1\n0\n1\n1\n")
+    assert (
+        main(["release", "binary", "--rho", "1/2", "--seed", "1", "--input", str(stream), "--json"])
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert (out["privacy"], out["rho"], out["epsilon"], out["noise"]) == (
+        "zcdp",
+        "1/2",
+        None,
+        "gaussian",
+    )
+    assert out["std"] == pytest.approx(
+        [math.sqrt(3.0), math.sqrt(3.0), math.sqrt(6.0), math.sqrt(3.0)]
+    )
+    argv = [
+        "release",
+        "binary",
+        "--rho",
+        "1/2",
+        "--noise",
+        "discrete_gaussian",
+        "--input",
+        str(stream),
+    ]
+    assert main([*argv, "--seed", "2"]) == 0
+    values = [float(v) for v in capsys.readouterr().out.split()]
+    assert all(v == round(v) for v in values)
+    for bad in (
+        ["--rho", "0"],
+        ["--rho", "1/2", "--epsilon", "1"],
+        [],
+        ["--epsilon", "1", "--noise", "gaussian"],
+        ["--rho", "nan"],
+    ):
+        code = main(["release", "binary", *bad, "--input", str(stream)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and ("rho=" in err or "epsilon=" in err), err
+
+
+def test_audits_refuse_zcdp_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpref.audit import as_target, audit, exact_audit, exact_loss, mechanism_target
+    from dpref.audit.conform import conform
+    from dpref.cli import main
+
+    m = Binary(rho=Fraction(1, 2), horizon=4)
+    why = "auditing zCDP/GDP is not supported yet"
+    for call in (
+        lambda: as_target(m),
+        lambda: audit(m, horizon=4, samples=200),
+        lambda: audit(Binary(epsilon=1, horizon=4), horizon=4, samples=200, reference=m),
+        lambda: conform(Binary(epsilon=1, horizon=4), reference=m, horizon=4),
+        lambda: exact_loss(m, 4),
+        lambda: exact_audit(m, 4),
+        lambda: mechanism_target(m),
+    ):
+        with pytest.raises(ParameterError, match=why):
+            call()
+    for command in ("audit", "conform"):
+        assert main([command, "binary", "--rho", "1/2", "--horizon", "4"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and why in err and "--rho=1/2" in err
