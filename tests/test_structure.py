@@ -192,6 +192,7 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.decayed",
         "proofs.elders",
         "proofs.trees",
+        "proofs.zcdp",
         "proofs.registry",
         "proofs.sanitize",
     ),
