@@ -8,6 +8,7 @@ never be below the 200-digit one.
 
 from __future__ import annotations
 
+import itertools
 import math
 import subprocess
 import sys
@@ -19,8 +20,8 @@ from scipy.stats import norm
 
 from dpref.accounting import (
     MIN_DELTA,
-    GaussianDP,
     ZCDP,
+    GaussianDP,
 )
 from dpref.errors import DprefError, DprefTypeError, ParameterError
 
@@ -99,7 +100,7 @@ def test_tiny_mu_cancellation_is_resolved() -> None:
 def test_delta_is_decreasing_in_epsilon_and_increasing_in_mu(mu2: Fraction) -> None:
     g = GaussianDP(mu2)
     values = [g.delta_bounds(e) for e in (0, Fraction(1, 4), 1, 3, 8)]
-    for (lo_a, _), (_, hi_b) in zip(values, values[1:], strict=False):
+    for (lo_a, _), (_, hi_b) in itertools.pairwise(values):
         assert hi_b < lo_a
     bigger = GaussianDP(mu2 * 2)
     assert bigger.delta_bounds(1)[0] > g.delta_bounds(1)[1]

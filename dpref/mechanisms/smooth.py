@@ -327,7 +327,7 @@ class SmoothBinary(Mechanism):
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         """``R z``: per output the d/2 node noises, gathered in bit order."""
-        _, _, _, rows, cols = _layout(horizon, self.depth)
+        _, _, _, _rows, cols = _layout(horizon, self.depth)
         half = self.depth // 2
         picked = noise[..., cols].reshape(*noise.shape[:-1], horizon, half)
         out: FloatArray = picked.sum(axis=-1)
