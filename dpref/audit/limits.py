@@ -10,6 +10,11 @@ system.  Beyond these ranges the work is not bounded on an 8 GB laptop, so
 
 from __future__ import annotations
 
+from typing import Any
+
+from dpref.errors import ParameterError
+from dpref.validation import fmt
+
 __all__ = [
     "MAX_CHECKS",
     "MAX_EXACT_HORIZON",
@@ -33,3 +38,14 @@ MAX_CHECKS = 1000
 """Largest number of random verification points of an exact audit (default 4)."""
 MAX_TIMEOUT = 86_400.0
 """Largest per-call timeout, seconds (one day per call of the target)."""
+
+
+def refuse_zcdp(name: str, mechanism: Any) -> None:
+    """Raise :class:`~dpref.errors.ParameterError` when ``mechanism`` is a ρ-zCDP
+    (Gaussian-noise) dpref mechanism: the audits here measure a pure-ε loss (Laplace
+    likelihood ratios, a pure-ε claim), which does not apply to Gaussian noise."""
+    if getattr(mechanism, "privacy", "pure") == "zcdp":
+        raise ParameterError(
+            f"{name}={fmt(mechanism)}: auditing zCDP/GDP is not supported yet; the pure-ε "
+            "audit does not apply to Gaussian noise"
+        )
