@@ -141,6 +141,10 @@ def _check(horizon: int) -> str | None:
     per_row = np.diff(plan.recombination.indptr)
     if not bool(np.all(per_row == m.depth // 2)):
         return f"T={horizon}: a decoder row without d/2 nodes"
+    g = SmoothBinary(rho=Fraction(3, 8), horizon=horizon)
+    greport = g.plan(horizon).check(g.variance_exact(horizon))
+    if not greport.passed or greport.privacy_sum != 2 * g.declared_rho:
+        return f"T={horizon}, rho=3/8: {greport}"
     return None
 
 
@@ -169,7 +173,7 @@ def _exhaustive(limit: int) -> Outcome:
         "T",
         small,
         "R·A = Q, causal, d/2 nodes per output, privacy sum = c(T)ε/h attained by item 1, "
-        "variance = h·2(hΔ/ε)²",
+        "variance = h·2(hΔ/ε)²; Gaussian (ρ = 3/8): L2 sum = 2ρ·c/h, variance d²Δ²/(8ρ)",
         f"every T ≤ {small}, and T = binom(d, h) − 1, binom(d, h), binom(d, h)/2 − 1, "
         f"binom(d, h)/2 up to {limit}, and T = {limit}",
     )

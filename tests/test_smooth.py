@@ -193,3 +193,90 @@ def test_the_docs_examples_print_what_the_pages_say() -> None:
     for page in ("smooth.md", "accounting.md"):
         result = doctest.testfile(str(root / "docs" / page), module_relative=False)
         assert result.failed == 0 and result.attempted > 0, page
+
+
+# ------------------------------------------------------------------ Gaussian noise
+ALPHA = 1e-6
+"""False-failure rate of the Gaussian variance test (all steps together)."""
+RUNS = 20_000
+"""Independent runs: for Gaussian errors mean(e²) has standard error σ²·√(2/RUNS) = 1 % of
+σ², so a 10 % error in σ (21 % in σ²) is ≥ 19 standard errors away."""
+
+
+def test_gaussian_at_two_to_the_twenty_is_144_at_every_step() -> None:
+    m = SmoothBinary(rho=Fraction(1, 2), horizon=2**20)
+    assert m.depth == 24
+    assert m.variance_exact(64) == [Fraction(144)] * 64
+    units, counts = m.variance_counts(2**20)  # type: ignore[misc]
+    assert units == Fraction(12) and set(counts.tolist()) == {12}  # σ² = d/(4ρ) = 12
+    # the budget it really spends there: c = 11 of 12 nodes, ρ·11/12
+    assert m.declared_rho == Fraction(11, 24)
+    gdp = m.gdp()
+    assert gdp.mu2 == Fraction(11, 12) == 2 * m.declared_rho
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 5, 6, 19, 20, 35, 69, 70, 256, 1716])
+def test_gaussian_plan_checks(horizon: int) -> None:
+    for noise in ("gaussian", "discrete_gaussian"):
+        m = SmoothBinary(rho=Fraction(3, 8), horizon=horizon, noise=noise)
+        report = m.plan(horizon).check(m.variance_exact(horizon))
+        assert report.passed, report
+        d = m.depth
+        # the L2 sum: c nodes of cost Δ²/σ² = 2ρ/(d/2) each
+        assert report.privacy_sum == 2 * m.declared_rho == Fraction(3, 4) * m.item_count() / (
+            d // 2
+        )
+        assert len(set(m.variance_exact(horizon))) == 1
+        assert m.variance_exact(horizon)[0] == Fraction(d * d, 8) / Fraction(3, 8)
+
+
+def test_gaussian_noise_only_nodes_have_the_common_variance() -> None:
+    m = SmoothBinary(rho=1, horizon=30)
+    plan = m.plan(30)
+    variances = {plan.scale(n) for n in range(plan.n_nodes)}
+    assert variances == {Fraction(m.depth, 4)}  # dΔ²/(4ρ), weight-0 nodes included
+    assert any(plan.weight(n) == 0 for n in range(plan.n_nodes))
+
+
+def test_gaussian_online_equals_batch() -> None:
+    m = SmoothBinary(rho=Fraction(1, 2), horizon=300)
+    stream = np.random.default_rng(5).integers(0, 2, 300)
+    np.testing.assert_allclose(
+        m.online(rng=7).run(stream), m.release(stream, rng=7), rtol=1e-12, atol=1e-9
+    )
+    d = SmoothBinary(rho=2, horizon=50, noise="discrete_gaussian")
+    out = d.release(np.ones(50), rng=1)
+    assert np.all(out == np.round(out))
+    np.testing.assert_array_equal(d.online(rng=1).run(np.ones(50)), out)
+
+
+def test_gaussian_empirical_variance_and_power() -> None:
+    from scipy import stats
+
+    horizon = 40
+    m = SmoothBinary(rho=Fraction(1, 2), horizon=horizon)
+    sigma2 = float(m.variance_exact()[0])
+    assert sigma2 == 16.0  # d = 8: d²/(8ρ)
+    stream = np.random.default_rng(2).integers(0, 2, horizon)
+    errors = m.release_many(stream, RUNS, rng=np.random.default_rng(3)) - m.target(stream)
+    msq = np.mean(errors**2, axis=0)
+    # Bonferroni over the steps, two-sided: Φ⁻¹(1 − ALPHA/(2·40)) ≈ 5.9
+    crit = float(stats.norm.isf(ALPHA / (2 * horizon)))
+
+    def worst_z(true_variance: float) -> float:
+        se = true_variance * np.sqrt(2 / RUNS)
+        return float(np.max(np.abs(msq - true_variance) / se))
+
+    assert worst_z(sigma2) < crit
+    # power: a σ off by 10 % either way is rejected
+    assert worst_z(sigma2 * 0.9**2) > crit and worst_z(sigma2 * 1.1**2) > crit
+    assert np.all(np.abs(errors.mean(axis=0)) < 6 * np.sqrt(sigma2 / RUNS))
+
+
+def test_gdp_refuses_non_gaussian_noise() -> None:
+    with pytest.raises(DprefError, match="noise='laplace'"):
+        SmoothBinary(epsilon=1, horizon=8).gdp()
+    with pytest.raises(DprefError, match="noise='discrete_gaussian'"):
+        SmoothBinary(rho=1, horizon=8, noise="discrete_gaussian").gdp()
+    with pytest.raises(DprefError, match="rho="):
+        SmoothBinary(rho=1, horizon=8).declared_epsilon  # noqa: B018

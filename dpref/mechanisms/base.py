@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
+from dpref.accounting import GaussianDP
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, EnumerationBudgetError, HorizonError, ParameterError
 from dpref.lower_bounds import Decay
@@ -487,6 +488,26 @@ class Mechanism(ABC):
                 "(it is also ε²/2-zCDP, but that is not its declaration)"
             )
         return self.rho
+
+    def gdp(self) -> GaussianDP:
+        """The exact Gaussian-DP guarantee of continuous Gaussian noise: μ-GDP with
+        ``μ² = 2·declared_rho`` (``proofs/gaussian.py``), with rigorous ``delta(ε)`` and
+        ``epsilon(δ)`` (docs/accounting.md).
+
+        Laplace noise has no GDP curve, and discrete Gaussian noise is ρ-zCDP but not exactly
+        GDP (use ``dpref.accounting.ZCDP(m.declared_rho)``): both are a
+        :class:`~dpref.errors.ParameterError`.
+        """
+        if self.noise != "gaussian":
+            raise ParameterError(
+                f"noise={self.noise!r}: gdp() needs continuous Gaussian noise (rho= with "
+                "noise='gaussian'); for discrete Gaussian noise use "
+                "dpref.accounting.ZCDP(declared_rho), for Laplace noise declared_epsilon"
+            )
+        try:
+            return GaussianDP(2 * self.declared_rho)
+        except ParameterError as exc:
+            raise ParameterError(f"rho={self.rho}: {exc}") from None
 
     @property
     def gaussian(self) -> bool:

@@ -227,12 +227,13 @@ class SmoothBinary(Mechanism):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         assert self.horizon is not None
         self.depth: int = smooth_depth(self.horizon)
         """d, the tree depth (even)."""
@@ -254,7 +255,14 @@ class SmoothBinary(Mechanism):
         return smooth_item_count(T, self.depth)
 
     def _scale(self) -> Fraction:
-        return Fraction(self.depth // 2) * self.sensitivity / self.epsilon
+        """The Laplace scale ``(d/2)Δ/ε`` of every node (at :attr:`design_epsilon`)."""
+        return Fraction(self.depth // 2) * self.sensitivity / self.design_epsilon
+
+    def node_variance(self, scale: Fraction, weight: Fraction = Fraction(1)) -> Fraction:
+        """As for every mechanism, except that a noise-only node (weight 0) gets the variance
+        of a node of weight 1: every node of an output has the same noise (``2b²`` Laplace,
+        ``dΔ²/(4ρ)`` Gaussian), which is what makes every step's error identical."""
+        return super().node_variance(scale, weight if weight != 0 else Fraction(1))
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """The worst item lies in ``c`` released nodes of scale ``(d/2)Δ/ε``.
@@ -262,18 +270,29 @@ class SmoothBinary(Mechanism):
         ``depth`` (d) and ``count`` (c) may be given as symbols by the proofs; by default
         the mechanism's own d and ``c(T)``.
         """
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         d = s.get("depth", self.depth)
         c = s.get("count", self.item_count(s.get("horizon", self.horizon)))
         return [BudgetTerm("node", c, (d / ops.number(2)) * delta / eps)]
 
+    def _spent(self) -> Fraction:
+        """The share of the budget the release spends at T: ``c/(d/2)`` (1 when
+        ``T ≥ binom(d, d/2)/2``)."""
+        return Fraction(self.item_count(), self.depth // 2)
+
     @property
     def declared_epsilon(self) -> Fraction:
-        """The ε this mechanism spends: ``c·ε/(d/2)`` (ε itself when ``T ≥ binom(d, d/2)/2``)."""
-        return Fraction(self.item_count()) * self.sensitivity / self._scale()
+        """The ε this mechanism spends: ``c·ε/(d/2)`` (ε itself when ``T ≥ binom(d, d/2)/2``);
+        a zCDP mechanism has none (:class:`~dpref.errors.ParameterError`)."""
+        return super().declared_epsilon * self._spent()
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    @property
+    def declared_rho(self) -> Fraction:
+        """The ρ this mechanism spends: ``c·ρ/(d/2)`` (its L2 sum is ``2ρ·c/(d/2)``)."""
+        return super().declared_rho * self._spent()
+
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         return Fraction(self.item_count(horizon)) * self.sensitivity / self._scale()
 
     def online_memory(self, horizon: int | None = None) -> int | None:
@@ -309,14 +328,15 @@ class SmoothBinary(Mechanism):
         )
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
-        """``(2((d/2)Δ/ε)², d/2)``: d/2 nodes at every step."""
+        """``(v, d/2)``: d/2 nodes of variance v at every step (``v = 2((d/2)Δ/ε)²`` Laplace,
+        ``dΔ²/(4ρ)`` Gaussian)."""
         t = self._horizon_for(horizon)
-        return 2 * self._scale() ** 2, np.full(t, self.depth // 2, dtype=np.int64)
+        return self.node_variance(self._scale()), np.full(t, self.depth // 2, dtype=np.int64)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        """``(d/2)·2((d/2)Δ/ε)²`` at every t."""
+        """``(d/2)·2((d/2)Δ/ε)²`` at every t (Gaussian: ``d²Δ²/(8ρ)``)."""
         t = self._variance_horizon(horizon)
-        return [(self.depth // 2) * 2 * self._scale() ** 2] * t
+        return [(self.depth // 2) * self.node_variance(self._scale())] * t
 
     def target(self, stream: Any) -> FloatArray:
         """Exact prefix sums ``c_t``."""
