@@ -135,7 +135,7 @@ def _check(horizon: int) -> str | None:
     if not report.passed:
         return f"T={horizon}: {report}"
     sums = plan.item_privacy_sums()
-    want = Fraction(smooth_item_count(horizon, m.depth)) * m.epsilon / (m.depth // 2)
+    want = Fraction(smooth_item_count(horizon, m.depth)) * m.design_epsilon / (m.depth // 2)
     if not (max(sums) == sums[0] == want == report.privacy_sum == m.declared_epsilon):
         return f"T={horizon}: privacy sum {report.privacy_sum}, item 1 {sums[0]}, c·ε/h {want}"
     per_row = np.diff(plan.recombination.indptr)

@@ -223,8 +223,8 @@ def test_gaussian_plan_checks(horizon: int) -> None:
         assert report.passed, report
         d = m.depth
         # the L2 sum: c nodes of cost Δ²/σ² = 2ρ/(d/2) each
-        assert report.privacy_sum == 2 * m.declared_rho == Fraction(3, 4) * m.item_count() / (
-            d // 2
+        assert (
+            report.privacy_sum == 2 * m.declared_rho == Fraction(3, 4) * m.item_count() / (d // 2)
         )
         assert len(set(m.variance_exact(horizon))) == 1
         assert m.variance_exact(horizon)[0] == Fraction(d * d, 8) / Fraction(3, 8)
