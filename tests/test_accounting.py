@@ -188,3 +188,12 @@ def test_import_is_light() -> None:
     code = "import dpref.accounting, sys; print('mpmath' in sys.modules, 'scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_mechanism_gdp_is_the_declared_rho() -> None:
+    from dpref import Binary
+
+    m = Binary(rho=Fraction(1, 2), horizon=16)
+    assert m.gdp() == GaussianDP(1) and m.gdp().delta(1) == GaussianDP(1).delta(1)
+    with pytest.raises(ParameterError, match="noise='laplace'"):
+        Binary(epsilon=1, horizon=16).gdp()
