@@ -166,6 +166,14 @@ def _hull(ctx: Any, x: Any, y: Any) -> Any:
     return ctx.make_mpf((lo, hi))
 
 
+def _symmetric(ctx: Any, bound: Fraction) -> Any:
+    """The interval ``[−u, u]`` with ``u ≥ bound`` (the upper end of an enclosure of it)."""
+    from mpmath import libmp
+
+    upper = _iv(ctx, bound)._mpi_[1]
+    return ctx.make_mpf((libmp.mpf_neg(upper), upper))
+
+
 def _density(ctx: Any, x: Any) -> Any:
     """``φ(x) = e^{−x²/2}/√(2π)``."""
     return ctx.exp(-(x * x) / 2) / ctx.sqrt(2 * ctx.pi)
@@ -218,8 +226,7 @@ def _upper_tail_taylor(ctx: Any, x: Any) -> Any:
         t_lo, t_hi = _ends(term)
         mag = max(abs(t_lo), abs(t_hi))
         if n + 1 > y2_hi and mag <= tiny:
-            rem = _iv(ctx, mag)
-            total += rem - rem  # [−|t_N|, |t_N|] (at least)
+            total += _symmetric(ctx, mag)  # the remainder lies in [−|t_N|, |t_N|]
             break
         total += term if n % 2 == 0 else -term
         n += 1

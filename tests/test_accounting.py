@@ -57,6 +57,11 @@ def test_delta_matches_scipy_and_is_never_below_the_true_value(mu2: Fraction, ep
         assert got == pytest.approx(scipy_value, rel=1e-12)
     lo, hi = g.delta_bounds(eps)
     assert lo <= Fraction(got) and lo > 0 and hi - lo <= hi / 2**64
+    # the enclosure holds the 200-digit value (its error is far below the 2^-64 width)
+    with mpmath.workdps(200):
+        man, exp = ref.man_exp
+        exact = Fraction(int(man)) * Fraction(2) ** int(exp)
+    assert lo * (1 - Fraction(1, 10**150)) <= exact <= hi * (1 + Fraction(1, 10**150))
 
 
 def test_known_values() -> None:
