@@ -141,65 +141,61 @@ def _binomials(depth: int) -> IntArray:
     return out
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def _layout(horizon: int, depth: int) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
     """The plan's structure at ``horizon`` for the depth-``depth`` tree (read-only arrays).
 
     Returns ``(lo, hi, empty, rows, cols)``: per node in canonical order its interval and
     whether it is noise-only, and the (row t−1, node) pairs of the decoder, row-major, each
-    row's nodes from the top bit down.
+    row's d/2 nodes from the top bit down.  Two passes of the unranking (top bit first):
+    the first counts each leaf's trailing ones (its set bits with a zero term, the
+    noise-only nodes), which fixes the canonical indices; the second assigns them.
     """
-    T = horizon
+    T, half = horizon, depth // 2
     table = _binomials(depth)
-    r = np.arange(1, T + 1, dtype=np.int64)
-    ones = np.full(T, depth // 2, dtype=np.int64)
-    acc = np.zeros(T, dtype=np.int64)  # partial rank: release time of the node just passed
-    leaf_bits = []  # per bit (top down): (set?, term, release time)
+    t_idx = np.arange(T, dtype=np.int64)
+    r = t_idx + 1
+    ones = np.full(T, half, dtype=np.int64)
+    empties = np.zeros(T, dtype=np.int64)
+    for k in range(depth - 1, -1, -1):
+        below = table[k][ones]
+        bit = r >= below
+        r -= np.where(bit, below, 0)
+        ones -= bit
+        empties += bit & (below == 0)
+    size = empties + 1
+    last = np.cumsum(size) - 1  # canonical index of the node with items released at t
+    first = last - empties  # index of t's first noise-only node
+    n = int(last[-1]) + 1
+    hi = np.repeat(t_idx + 1, size)
+    empty = np.ones(n, dtype=bool)
+    empty[last] = False
+    lo = hi.copy()  # noise-only nodes: [t, t]; the others are set below
+    cols = np.empty((T, half), dtype=np.int64)
+    r = t_idx + 1
+    ones = np.full(T, half, dtype=np.int64)
+    acc = np.zeros(T, dtype=np.int64)  # partial rank: the release time of the node at bit k
+    seen = np.zeros(T, dtype=np.int64)
     for k in range(depth - 1, -1, -1):
         below = table[k][ones]
         bit = r >= below
         term = np.where(bit, below, 0)
         r -= term
         acc += term
+        j = half - ones  # this set bit's position among the leaf's set bits
         ones -= bit
-        leaf_bits.append((bit, term, acc.copy()))
-    # trailing ones of ℓ_t: its set bits with a zero term (noise-only nodes)
-    empties = np.zeros(T, dtype=np.int64)
-    for bit, term, _ in leaf_bits:
-        empties += bit & (term == 0)
-    size = empties + 1
-    last = np.cumsum(size) - 1  # canonical index of the node with items released at t
-    first = last - empties  # index of t's first noise-only node
-    n = int(size.sum())
-    lo = np.empty(n, dtype=np.int64)
-    hi = np.repeat(np.arange(1, T + 1, dtype=np.int64), size)
-    empty = np.ones(n, dtype=bool)
-    empty[last] = False
-    lo[empty] = hi[empty]
-    rows_parts, cols_parts, seen = [], [], np.zeros(T, dtype=np.int64)
-    t_idx = np.arange(T, dtype=np.int64)
-    for bit, term, rel in leaf_bits:
-        full = bit & (term > 0)
-        void = bit & (term == 0)
-        if full.any():
-            tt = t_idx[full]
-            node = last[rel[full] - 1]
-            lo[node] = rel[full] - term[full] + 1
-            rows_parts.append(tt)
-            cols_parts.append(node)
-        if void.any():
-            tt = t_idx[void]
-            rows_parts.append(tt)
-            cols_parts.append(first[tt] + seen[tt])
-            seen[tt] += 1
-    rows = np.concatenate(rows_parts)
-    cols = np.concatenate(cols_parts)
-    # row-major with each row's nodes in bit order (top down): a stable sort on the rows
-    order = np.argsort(rows, kind="stable")
-    rows, cols = rows[order], cols[order]
-    for arr in (lo, hi, empty, rows, cols):
+        full = np.flatnonzero(bit & (below > 0))
+        node = last[acc[full] - 1]
+        lo[node] = acc[full] - below[full] + 1
+        cols[full, j[full]] = node
+        void = np.flatnonzero(bit & (below == 0))
+        cols[void, j[void]] = first[void] + seen[void]
+        seen[void] += 1
+    rows = np.repeat(t_idx, half)
+    flat = cols.reshape(-1)
+    for arr in (lo, hi, empty, rows, flat):
         arr.setflags(write=False)
-    return lo, hi, empty, rows, cols
+    return lo, hi, empty, rows, flat
 
 
 class SmoothBinary(Mechanism):
