@@ -221,3 +221,20 @@ def test_gaussian_online_equals_batch_with_the_same_seed() -> None:
         x = np.arange(37) % 2
         # the same draws; only the float summation order differs
         np.testing.assert_allclose(m.release(x, rng=9), m.online(rng=9).run(x), rtol=1e-12)
+
+
+# ------------------------------------------------------------------ docs
+def test_docs_gaussian_example_prints_what_the_page_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/gaussian.md: the example's code, run, prints the page's output block."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "gaussian.md").read_text()
+    section = text.split("## Constructing and checking", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    shown = re.search(r"prints\n\n```text\n(.*?)```", section, re.S)
+    assert code is not None and shown is not None
+    exec(compile(code.group(1), "docs/gaussian.md", "exec"), {})
+    assert capsys.readouterr().out == shown.group(1)

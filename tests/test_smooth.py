@@ -190,7 +190,7 @@ def test_the_docs_examples_print_what_the_pages_say() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    for page in ("smooth.md", "accounting.md"):
+    for page in ("smooth.md", "accounting.md", "gaussian.md"):
         result = doctest.testfile(str(root / "docs" / page), module_relative=False)
         assert result.failed == 0 and result.attempted > 0, page
 

@@ -194,6 +194,7 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.gaussian",
         "proofs.smooth",
         "proofs.trees",
+        "proofs.zcdp",
         "proofs.registry",
         "proofs.sanitize",
     ),

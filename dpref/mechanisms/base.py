@@ -145,6 +145,10 @@ class BudgetTerm:
     """How many nodes of this kind the worst item lies in (int or sympy expression)."""
     scale: Any
     """Laplace scale of those nodes (Fraction or sympy expression)."""
+    weight: Any = 1
+    """The nodes' weight ``|w_n|`` when they are weighted (PolynomialSum's ``(1−β)^j``;
+    ``membership`` then counts weight, ``weight × #nodes``).  The Gaussian node variance
+    of the term is ``weight·Δ·scale/(2ρ)`` (:meth:`Mechanism.node_variance`)."""
 
 
 @dataclass(frozen=True)
@@ -216,24 +220,41 @@ class Example:
     """Pass ``horizon=T`` to the constructor (None: exactly when the class needs it)."""
     horizons: tuple[int, ...] = (16,)
     """Horizons of this example's golden vectors (empty: none)."""
+    privacy: Literal["pure", "zcdp"] = "pure"
+    """``"pure"``: built with ``epsilon=`` (Laplace kinds); ``"zcdp"``: built with ``rho=``
+    (Gaussian kinds) — the budget the callers pass (:meth:`build`) is then ρ."""
+    noise: NoiseKind | None = None
+    """The node noise (None: the default of :attr:`privacy`, Laplace or Gaussian)."""
+
+    @property
+    def budget_name(self) -> str:
+        """``"epsilon"`` or ``"rho"``: the constructor keyword the budget goes to."""
+        return "rho" if self.privacy == "zcdp" else "epsilon"
 
     def kwargs(self, cls: type[Mechanism], horizon: int) -> dict[str, Any]:
-        """The constructor keywords (besides ``epsilon``) at T = ``horizon``."""
+        """The constructor keywords (besides ``epsilon``/``rho``) at T = ``horizon``
+        (``noise`` included when the example sets it)."""
         out = {k: (v(horizon) if callable(v) else v) for k, v in self.params.items()}
         bounded = cls.needs_horizon if self.bounded is None else self.bounded
         if bounded:
             out["horizon"] = horizon
+        if self.noise is not None:
+            out["noise"] = self.noise
         return out
 
     def build(self, cls: type[Mechanism], epsilon: Any, horizon: int) -> Mechanism:
-        """The mechanism this example describes, at T = ``horizon``."""
-        return cls(epsilon=epsilon, **self.kwargs(cls, horizon))
+        """The mechanism this example describes, at T = ``horizon``, with the budget
+        ``epsilon`` as ε (pure) or as ρ (zCDP example)."""
+        return cls(**{self.budget_name: epsilon}, **self.kwargs(cls, horizon))
 
     def label(self, cls: type[Mechanism], horizon: int) -> str:
-        """A short name: the mechanism's name, then its parameters at T (no epsilon)."""
+        """A short name: the mechanism's name, then its parameters at T (no budget);
+        a zCDP example says ``zcdp``."""
         kw = self.kwargs(cls, horizon)
         bound = "" if "horizon" in kw else ",unbounded"
         rest = ",".join(f"{k}={v}" for k, v in kw.items() if k != "horizon")
+        if self.privacy == "zcdp":
+            rest = "zcdp" + ("," + rest if rest else "")
         return f"{cls.name}[T={horizon}{bound}{',' if rest else ''}{rest}]"
 
 
@@ -745,12 +766,14 @@ class Mechanism(ABC):
             recombination=self.recombination(t),
             target=self.target_rows(t),
             sensitivity=self.sensitivity,
-            declared_epsilon=self.design_epsilon,
+            # the plan is checked against what the mechanism declares (SmoothBinary declares
+            # less than its ε or ρ at some T: what it really spends)
+            declared_epsilon=self.declared_epsilon if self.rho is None else self.design_epsilon,
             base=self.base,
             expected_privacy_sum=self.expected_privacy_sum(t),
             release=self.release_times(t) if self.opens_nodes else None,
             noise_family=self.noise_family,
-            declared_rho=self.rho,
+            declared_rho=None if self.rho is None else self.declared_rho,
             noise_kind=self.noise,
         )
 

@@ -479,7 +479,12 @@ class Binary(_UniformCounting):
     """
 
     name = "binary"
-    examples = (Example(horizons=(1, 5, 16)), Example({"budget": "mean"}, horizons=()))
+    examples = (
+        Example(horizons=(1, 5, 16)),
+        Example({"budget": "mean"}, horizons=()),
+        Example(horizons=(16,), privacy="zcdp"),
+        Example({"budget": "max"}, horizons=(), privacy="zcdp"),
+    )
 
     def __init__(
         self,

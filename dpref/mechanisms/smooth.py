@@ -218,7 +218,10 @@ class SmoothBinary(Mechanism):
     name = "smooth"
     proof = "proofs/smooth.py"
     docs = "docs/smooth.md"
-    examples = (Example(horizons=(1, 5, 16, 20)),)
+    examples = (
+        Example(horizons=(1, 5, 16, 20)),
+        Example(horizons=(6, 16), privacy="zcdp"),
+    )
 
     def __init__(
         self,

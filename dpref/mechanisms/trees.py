@@ -958,6 +958,8 @@ class KaryTree(_Tree):
         Example({"k": 4, "combine": True}, horizons=(16,)),
         Example({"k": "auto"}, horizons=(16,)),
         Example({"k": 3, "budget": "max"}, horizons=()),
+        Example({"k": 3}, horizons=(16,), privacy="zcdp"),
+        Example({"k": 4, "combine": True, "budget": "mean"}, horizons=(), privacy="zcdp"),
     )
 
     def __init__(
@@ -1084,7 +1086,11 @@ class Honaker(_Tree):
     """
 
     name = "honaker"
-    examples = (Example(horizons=(1, 5, 16)), Example({"budget": "mean"}, horizons=()))
+    examples = (
+        Example(horizons=(1, 5, 16)),
+        Example({"budget": "mean"}, horizons=()),
+        Example(horizons=(16,), privacy="zcdp"),
+    )
 
     def __init__(
         self,

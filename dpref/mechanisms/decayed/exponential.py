@@ -80,6 +80,7 @@ class ExponentialSum(_Decayed):
     examples = (
         Example({"alpha": Fraction(1, 2)}, horizons=(9,)),
         Example({"alpha": Fraction(9, 10)}, horizons=()),
+        Example({"alpha": Fraction(1, 2)}, horizons=(9,), privacy="zcdp"),
     )
 
     def __init__(

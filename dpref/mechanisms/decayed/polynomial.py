@@ -274,7 +274,7 @@ class PolynomialSum(_Decayed):
         used = sum((m * lam / b for m, b in zip(members, scales, strict=True)), Fraction(0))
         return [
             *(
-                BudgetTerm(f"instance_{i.j}", m, b)
+                BudgetTerm(f"instance_{i.j}", m, b, i.weight)
                 for i, m, b in zip(insts, members, scales, strict=True)
             ),
             BudgetTerm("instances>T", S - used, lam),

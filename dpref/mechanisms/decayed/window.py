@@ -204,6 +204,7 @@ class WindowSum(_Decayed):
         Example({"window": 3}, horizons=(12,)),
         Example({"window": 1}, horizons=()),
         Example({"window": 8}, horizons=()),
+        Example({"window": 3}, horizons=(12,), privacy="zcdp"),
     )
 
     def __init__(
