@@ -47,6 +47,7 @@ ProofFn = Callable[[type[Any], int], list[ClaimResult]]
 SUBJECTS = (
     "dpref.sanitize.threshold:ThresholdSanitizer",
     "dpref.sanitize.streaming:StreamingSanitizer",
+    "dpref.accounting:GaussianDP",
 )
 """Proven classes that are not mechanisms (no entry in :data:`dpref.MECHANISMS`), as
 ``module:class``; each has a ``proof`` pointer like a mechanism's.  ``prove_all``

@@ -198,7 +198,13 @@ def _exhaustive(cls: type[Any], limit: int) -> Outcome:
             except DprefError as exc:
                 raise ProofFailure(f"{cls.__name__} T={horizon}: {exc}") from None
             plan = m.plan(horizon)
-            if plan.noise_family != "gaussian" or plan.declared_rho != RHO:
+            # the plan declares what the mechanism declares: ρ itself, or (SmoothBinary at
+            # some T) the smaller ρ it really spends
+            if (
+                plan.noise_family != "gaussian"
+                or m.rho != RHO
+                or plan.declared_rho != (m.declared_rho)
+            ):
                 raise ProofFailure(f"{m!r}: the plan is not a Gaussian plan at ρ = {RHO}")
             l2 = plan.privacy_sum()
             l1 = _twin(m, cls, ex, horizon).plan(horizon).privacy_sum()

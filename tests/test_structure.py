@@ -180,7 +180,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 LAYERS: list[tuple[str, ...]] = [
     ("dpref.errors",),
     ("dpref.validation", "dpref.plugins", "dpref.caching", "dpref.lazy"),
-    ("dpref.rigorous", "dpref.noise", "dpref.dyadic"),
+    ("dpref.rigorous", "dpref.noise", "dpref.dyadic", "dpref.accounting"),
     ("dpref.domains", "dpref.plan", "dpref.lower_bounds", "dpref.sensitivity"),
     ("dpref.mechanisms",),
     ("dpref.registry", "dpref.golden", "dpref.frontier"),
@@ -191,6 +191,8 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",
+        "proofs.gaussian",
+        "proofs.smooth",
         "proofs.trees",
         "proofs.zcdp",
         "proofs.registry",

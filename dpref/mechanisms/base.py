@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
+from dpref.accounting import GaussianDP
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, EnumerationBudgetError, HorizonError, ParameterError
 from dpref.lower_bounds import Decay
@@ -509,6 +510,26 @@ class Mechanism(ABC):
             )
         return self.rho
 
+    def gdp(self) -> GaussianDP:
+        """The exact Gaussian-DP guarantee of continuous Gaussian noise: μ-GDP with
+        ``μ² = 2·declared_rho`` (``proofs/gaussian.py``), with rigorous ``delta(ε)`` and
+        ``epsilon(δ)`` (docs/accounting.md).
+
+        Laplace noise has no GDP curve, and discrete Gaussian noise is ρ-zCDP but not exactly
+        GDP (use ``dpref.accounting.ZCDP(m.declared_rho)``): both are a
+        :class:`~dpref.errors.ParameterError`.
+        """
+        if self.noise != "gaussian":
+            raise ParameterError(
+                f"noise={self.noise!r}: gdp() needs continuous Gaussian noise (rho= with "
+                "noise='gaussian'); for discrete Gaussian noise use "
+                "dpref.accounting.ZCDP(declared_rho), for Laplace noise declared_epsilon"
+            )
+        try:
+            return GaussianDP(2 * self.declared_rho)
+        except ParameterError as exc:
+            raise ParameterError(f"rho={self.rho}: {exc}") from None
+
     @property
     def gaussian(self) -> bool:
         """Whether the node noise is Gaussian (continuous or discrete)."""
@@ -745,12 +766,14 @@ class Mechanism(ABC):
             recombination=self.recombination(t),
             target=self.target_rows(t),
             sensitivity=self.sensitivity,
-            declared_epsilon=self.design_epsilon,
+            # the plan is checked against what the mechanism declares (SmoothBinary declares
+            # less than its ε or ρ at some T: what it really spends)
+            declared_epsilon=self.declared_epsilon if self.rho is None else self.design_epsilon,
             base=self.base,
             expected_privacy_sum=self.expected_privacy_sum(t),
             release=self.release_times(t) if self.opens_nodes else None,
             noise_family=self.noise_family,
-            declared_rho=self.rho,
+            declared_rho=None if self.rho is None else self.declared_rho,
             noise_kind=self.noise,
         )
 
