@@ -303,14 +303,14 @@ def _label(cls: type[Mechanism], params: dict[str, Any]) -> str:
 
 
 def _evaluate(
-    cls: type[Mechanism], params: dict[str, Any], horizon: int, budget: dict[str, Fraction]
+    cls: type[Mechanism], params: dict[str, Any], horizon: int, budget: dict[str, Any]
 ) -> FrontierRow | None:
     """One row; None when this parameterisation is not a counter (e.g. a window sum).
     ``budget`` is ``{"epsilon": ε}`` or ``{"rho": ρ}``."""
     label = _label(cls, params)
     upper = False
     try:
-        m = cls(**budget, horizon=horizon, **params)
+        m = cls(horizon=horizon, **budget, **params)
         if m.decay() != prefix_decay():
             return None
         label = _label(cls, {**params, **m.extra_params()})
@@ -359,7 +359,7 @@ def frontier(
         )
     eps = None if epsilon is None else check_epsilon("epsilon", epsilon)
     r = None if rho is None else check_rho("rho", rho)
-    budget: dict[str, Fraction] = {}
+    budget: dict[str, Any] = {}
     if eps is not None:
         budget["epsilon"] = eps
     if r is not None:
@@ -408,17 +408,17 @@ def frontier(
     return FrontierReport(T, eps, objective, tuple(done + skipped), lower_bound("prefix", eps, T))
 
 
-def _budget(report: FrontierReport) -> dict[str, Fraction]:
+def _budget(report: FrontierReport) -> dict[str, Any]:
     if report.rho is not None:
         return {"rho": report.rho}
     assert report.epsilon is not None
     return {"epsilon": report.epsilon}
 
 
-def variance_curve(row: FrontierRow, horizon: int, budget: dict[str, Fraction]) -> FloatArray:
+def variance_curve(row: FrontierRow, horizon: int, budget: dict[str, Any]) -> FloatArray:
     """``Var(out_t)`` for t = 1..T of one evaluated row (floats, for plotting); ``budget``
     is ``{"epsilon": ε}`` or ``{"rho": ρ}``."""
-    m = MECHANISMS[row.mechanism](**budget, horizon=horizon, **row.params)
+    m = MECHANISMS[row.mechanism](horizon=horizon, **budget, **row.params)
     counts = m.variance_counts(horizon)
     if counts is None:
         upper = m.variance_upper(horizon) if horizon > EXACT_LIST_LIMIT else None
