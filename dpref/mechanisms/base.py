@@ -390,6 +390,15 @@ class Mechanism(ABC):
         """
         return None
 
+    def variance_upper(self, horizon: int | None = None) -> FloatArray | None:
+        """Per-step variances as floats, each at least the exact value, or None.
+
+        For classes whose exact per-step variances are too costly at large T and that have
+        no :meth:`variance_counts` (their Fractions carry Θ(T)-bit denominators);
+        ``dpref frontier`` then reports upper bounds, marked ``≤``.
+        """
+        return None
+
     def online_memory(self, horizon: int | None = None) -> int | None:
         """The most floats the online counter holds at once up to T (None: not declared)."""
         return None

@@ -738,15 +738,18 @@ class Hybrid(_Counting):
         ]
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
-        """``(8(Δ/ε)², (k+1) + max(k,1)²·popcount(r))`` at ``t = 2^k + r``: both scales are
-        multiples of ``2Δ/ε`` (``2(2Δ/ε)² = 8(Δ/ε)²``, ``2(2kΔ/ε)² = k²·8(Δ/ε)²``)."""
+        """``(v, (k+1) + max(k,1)^p·popcount(r))`` at ``t = 2^k + r``, with v the variance of
+        a log block: the k-th instance's scale is k times the log scale ``2Δ/ε``, so its node
+        variance is k²·v for Laplace noise (``2b²``) and k·v for Gaussian (linear in b)."""
         t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
         k = np.floor(np.log2(t)).astype(np.int64)
         k += (1 << (k + 1)) <= t  # exact ⌊log₂t⌋ whatever the float rounding
         k -= (1 << k) > t
         r = t - (1 << k)
         unit = self.node_variance(self._log_scale())
-        return unit, (k + 1) + np.maximum(k, 1) ** 2 * np.bitwise_count(r).astype(np.int64)
+        power = 1 if self.gaussian else 2
+        assert self.node_variance(self._bin_scale(2)) == 2**power * unit
+        return unit, (k + 1) + np.maximum(k, 1) ** power * np.bitwise_count(r).astype(np.int64)
 
     def online_memory(self, horizon: int | None = None) -> int | None:
         """The log part's total and block sum, and one Binary state (``2k + 1`` floats for
