@@ -32,6 +32,7 @@ from dpref.mechanisms import (
     PolynomialSum,
     SimpleI,
     SimpleII,
+    SmoothBinary,
     TwoLevel,
     WindowSum,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "PrivateQuantiles",
     "SimpleI",
     "SimpleII",
+    "SmoothBinary",
     "StreamingSanitizer",
     "ThresholdSanitizer",
     "TwoLevel",

@@ -1,4 +1,4 @@
-"""Which counter for my T and ε?  The exact pure-DP accuracy frontier (docs/frontier.md).
+"""Which counter for my T and ε (or ρ)?  The exact accuracy frontier (docs/frontier.md).
 
 For every registered counting mechanism (target: prefix sums, ``decay()`` is the prefix
 decay) and every parameterisation it offers (:meth:`Mechanism.frontier_variants`), the
@@ -8,6 +8,13 @@ exact per-step :meth:`Mechanism.variance_exact` — as Fractions, never sampled;
 online memory the class declares; and the packing lower bound of Dwork et al. (2010,
 Thm 4.2) with its constant (:func:`dpref.lower_bound` with ``g ≡ 1`` and q = T).  The
 best row by the objective (``max`` or ``mean``) is marked.
+
+With ``rho=`` instead of ``epsilon=`` the same table is drawn for ρ-zCDP with Gaussian
+node noise, and the bound is the factorization-norm bound every linear Gaussian counter
+obeys (:func:`dpref.lower_bounds.factorization_lower_bound`).  A class whose exact
+per-step variances cannot be listed at large T (the square-root factorization: its
+Fractions have Θ(T)-bit denominators) gives rigorous float upper bounds through
+:meth:`Mechanism.variance_upper`; such rows are marked ``≤``.
 
 A mechanism or variant that cannot be evaluated at T (a parameter out of its range at
 this T, a horizon limit, no vectorised form above :data:`EXACT_LIST_LIMIT`) is reported
@@ -25,9 +32,15 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.errors import DprefError, DprefTypeError, HorizonError, ParameterError
-from dpref.lower_bounds import LowerBound, lower_bound, prefix_decay
+from dpref.lower_bounds import (
+    FactorizationLowerBound,
+    LowerBound,
+    factorization_lower_bound,
+    lower_bound,
+    prefix_decay,
+)
 from dpref.mechanisms.base import MECHANISMS, Mechanism
-from dpref.validation import check_choice, check_epsilon, check_int_range, fmt
+from dpref.validation import check_choice, check_epsilon, check_int_range, check_rho, fmt
 
 __all__ = [
     "EXACT_LIST_LIMIT",
@@ -63,15 +76,19 @@ class FrontierRow:
     label: str
     """``name[k=v,…]``, the parameters resolved at T."""
     mean: Fraction | None = None
-    """Exact mean of ``Var(out_t)`` over t = 1..T (None when skipped)."""
+    """Exact mean of ``Var(out_t)`` over t = 1..T (None when skipped; an upper bound when
+    :attr:`upper` is set)."""
     max: Fraction | None = None
-    """Exact maximum of ``Var(out_t)`` over t = 1..T."""
+    """Exact maximum of ``Var(out_t)`` over t = 1..T (an upper bound when :attr:`upper`)."""
     memory: int | None = None
     """Floats the online counter holds at most (None: not declared by the class)."""
     skipped: str | None = None
     """Why the row could not be evaluated."""
     best: bool = False
     """Whether this row minimises the objective."""
+    upper: bool = False
+    """Whether mean and max are rigorous upper bounds (from floats rounded up) rather than
+    exact values."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (variances as floats and as exact strings)."""
@@ -81,8 +98,9 @@ class FrontierRow:
             "label": self.label,
             "mean_variance": None if self.mean is None else float(self.mean),
             "max_variance": None if self.max is None else float(self.max),
-            "mean_variance_exact": None if self.mean is None else str(self.mean),
-            "max_variance_exact": None if self.max is None else str(self.max),
+            "mean_variance_exact": None if self.mean is None or self.upper else str(self.mean),
+            "max_variance_exact": None if self.max is None or self.upper else str(self.max),
+            "variance_is_upper_bound": self.upper,
             "online_memory": self.memory,
             "skipped": self.skipped,
             "best": self.best,
@@ -95,16 +113,19 @@ class FrontierReport:
 
     horizon: int
     """T."""
-    epsilon: Fraction
-    """ε."""
+    epsilon: Fraction | None
+    """ε (None for a zCDP report)."""
     objective: str
     """``max`` or ``mean``."""
     rows: tuple[FrontierRow, ...]
     """Evaluated rows sorted by the objective (best first), then the skipped ones."""
-    bound: LowerBound
-    """The packing bound ``C ≥ G(D)/2 = D/2`` on the error over q = T steps (Dwork et al. 2010)."""
+    bound: LowerBound | FactorizationLowerBound
+    """ε: the packing bound ``C ≥ G(D)/2 = D/2`` on the error over q = T steps (Dwork et
+    al. 2010); ρ: the factorization-norm bound on the maximum variance."""
     notes: tuple[str, ...] = field(default=())
     """Remarks printed under the table."""
+    rho: Fraction | None = None
+    """ρ (None for a pure-DP report)."""
 
     @property
     def best(self) -> FrontierRow | None:
@@ -114,16 +135,22 @@ class FrontierReport:
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
         best = self.best
-        return {
-            "horizon": self.horizon,
-            "epsilon": str(self.epsilon),
-            "objective": self.objective,
-            "best": None if best is None else best.label,
-            "lower_bound": {
+        if isinstance(self.bound, LowerBound):
+            bound = {
                 **self.bound.as_dict(),
                 "lower_bound_squared": float(self.bound.value**2),
                 "statement": _BOUND_STATEMENT,
-            },
+            }
+        else:
+            bound = {**self.bound.as_dict(), "statement": _GAUSSIAN_BOUND_STATEMENT}
+        return {
+            "horizon": self.horizon,
+            "privacy": "pure" if self.rho is None else "zcdp",
+            "epsilon": None if self.epsilon is None else str(self.epsilon),
+            "rho": None if self.rho is None else str(self.rho),
+            "objective": self.objective,
+            "best": None if best is None else best.label,
+            "lower_bound": bound,
             "rows": [r.as_dict() for r in self.rows],
             "notes": list(self.notes),
         }
@@ -132,8 +159,11 @@ class FrontierReport:
         """The report as text: one line per row, the best marked with ``*``."""
         w = max([31, *(len(r.label) + 1 for r in self.rows if r.skipped is None)])
         head = f"{'':2}{'mechanism':<{w}}{'mean Var':>17}{'max Var':>17}{'memory':>8}"
+        budget = (
+            f"ε = {self.epsilon}" if self.rho is None else f"ρ = {self.rho} (zCDP, Gaussian noise)"
+        )
         lines = [
-            f"dpref frontier: T = {self.horizon}, ε = {self.epsilon}, objective = {self.objective}",
+            f"dpref frontier: T = {self.horizon}, {budget}, objective = {self.objective}",
             head,
         ]
         for r in self.rows:
@@ -143,15 +173,37 @@ class FrontierReport:
                 continue
             assert r.mean is not None and r.max is not None
             mem = "?" if r.memory is None else str(r.memory)
-            lines.append(f"{mark}{r.label:<{w}}{float(r.mean):>17.1f}{float(r.max):>17.1f}{mem:>8}")
+            le = "≤" if r.upper else ""
+            mean, top = f"{le}{_up1(r.mean, r.upper)}", f"{le}{_up1(r.max, r.upper)}"
+            lines.append(f"{mark}{r.label:<{w}}{mean:>17}{top:>17}{mem:>8}")
         b = self.bound
-        lines.append(
-            f"lower bound: no ε-DP counter is within C = {float(b.value):g} of every c_t, "
-            f"t ≤ T, w.p. ≥ 2/3 (C² = {float(b.value**2):g}); {b.formula}"
-        )
+        if isinstance(b, LowerBound):
+            lines.append(
+                f"lower bound: no ε-DP counter is within C = {float(b.value):g} of every c_t, "
+                f"t ≤ T, w.p. ≥ 2/3 (C² = {float(b.value**2):g}); {b.formula}"
+            )
+        else:
+            lines.append(
+                f"lower bound: every linear Gaussian counter has max Var ≥ {b.value:.2f}; "
+                f"{b.formula}"
+            )
         lines.extend(self.notes)
         return "\n".join(lines)
 
+
+def _up1(value: Fraction, upper: bool) -> str:
+    """One decimal: to nearest for an exact value, rounded up for an upper bound."""
+    if not upper:
+        return f"{float(value):.1f}"
+    tenths = -((-value.numerator * 10) // value.denominator)
+    return f"{tenths / 10:.1f}"
+
+
+_GAUSSIAN_BOUND_STATEMENT = (
+    "every linear counter with Gaussian node noise that is ρ-zCDP through its L2 sensitivity "
+    "has max_t Var(out_t) ≥ γ₂(M_T)²Δ²/(2ρ) ≥ (‖M_T‖_*/T)²Δ²/(2ρ) (trace-norm bound on the "
+    "factorization norm of the prefix matrix; Matoušek, Nikolov, Talwar 2020)"
+)
 
 _BOUND_STATEMENT = (
     "no ε-DP counter is within C of every c_t, t ≤ T, with probability ≥ 2/3 when "
@@ -184,11 +236,12 @@ def counting_mechanisms() -> list[type[Mechanism]]:
 
 
 def variance_summary(m: Mechanism, horizon: int) -> tuple[Fraction, Fraction]:
-    """Exact ``(mean, max)`` of ``Var(out_t)`` over t = 1..T (Laplace noise).
+    """Exact ``(mean, max)`` of ``Var(out_t)`` over t = 1..T (the mechanism's noise).
 
     From :meth:`Mechanism.variance_counts` (``unit · Σn/T`` and ``unit · max n``) when the
     class has it; else from :meth:`Mechanism.variance_exact`, grouping equal Fractions;
-    that path is refused above :data:`EXACT_LIST_LIMIT` with a :class:`DprefError`.
+    that path is refused above :data:`EXACT_LIST_LIMIT` with a :class:`DprefError`
+    (:func:`variance_summary_upper` then gives rigorous upper bounds when the class can).
     """
     counts = m.variance_counts(horizon)
     if counts is not None:
@@ -201,6 +254,24 @@ def variance_summary(m: Mechanism, horizon: int) -> tuple[Fraction, Fraction]:
     tally = Counter(m.variance_exact(horizon))
     total = sum((v * c for v, c in tally.items()), Fraction(0))
     return total / horizon, max(tally)
+
+
+def variance_summary_upper(m: Mechanism, horizon: int) -> tuple[Fraction, Fraction] | None:
+    """Upper bounds on ``(mean, max)`` of ``Var(out_t)`` from :meth:`Mechanism.variance_upper`
+    (floats, each ≥ the exact variance), summed exactly; None when the class has none."""
+    upper = m.variance_upper(horizon)
+    if upper is None:
+        return None
+    vals = np.asarray(upper, dtype=np.float64)
+    if vals.shape != (horizon,) or not np.all(np.isfinite(vals)):
+        raise ParameterError(f"variance_upper: shape {vals.shape} ≠ ({horizon},) or not finite")
+    # math.fsum is correctly rounded; the exact sum of the floats is bounded by it plus one
+    # ulp of the sum, so the mean is rounded up
+    import math
+
+    total = Fraction(math.fsum(vals.tolist()))
+    total += Fraction(math.ulp(float(total)))
+    return total / horizon, Fraction(float(vals.max()))
 
 
 def _summary_from_counts(
@@ -232,43 +303,67 @@ def _label(cls: type[Mechanism], params: dict[str, Any]) -> str:
 
 
 def _evaluate(
-    cls: type[Mechanism], params: dict[str, Any], horizon: int, epsilon: Fraction
+    cls: type[Mechanism], params: dict[str, Any], horizon: int, budget: dict[str, Any]
 ) -> FrontierRow | None:
-    """One row; None when this parameterisation is not a counter (e.g. a window sum)."""
+    """One row; None when this parameterisation is not a counter (e.g. a window sum).
+    ``budget`` is ``{"epsilon": ε}`` or ``{"rho": ρ}``."""
     label = _label(cls, params)
+    upper = False
     try:
-        m = cls(epsilon=epsilon, horizon=horizon, **params)
+        m = cls(horizon=horizon, **budget, **params)
         if m.decay() != prefix_decay():
             return None
         label = _label(cls, {**params, **m.extra_params()})
-        mean, top = variance_summary(m, horizon)
+        try:
+            mean, top = variance_summary(m, horizon)
+        except HorizonError:
+            bounds = variance_summary_upper(m, horizon)
+            if bounds is None:
+                raise
+            (mean, top), upper = bounds, True
         memory = m.online_memory(horizon)
     except (DprefError, MemoryError) as exc:
         return FrontierRow(cls.name, params, label, skipped=str(exc).split("\n")[0])
-    return FrontierRow(cls.name, params, label, mean, top, memory)
+    return FrontierRow(cls.name, params, label, mean, top, memory, upper=upper)
 
 
 def frontier(
     horizon: Any,
-    epsilon: Any,
+    epsilon: Any = None,
     objective: Any = "max",
     mechanisms: Any = None,
+    *,
+    rho: Any = None,
 ) -> FrontierReport:
-    """The exact frontier at T = ``horizon``, ε = ``epsilon`` (see the module docstring).
+    """The exact frontier at T = ``horizon`` and ε = ``epsilon`` (pure DP, Laplace noise) or
+    ρ = ``rho`` (zCDP, Gaussian noise) — see the module docstring.
 
     Parameters
     ----------
     horizon
         T, an integer in ``[1, 2^24]``.
     epsilon
-        ε > 0 (exact: an int, a Fraction or a decimal string).
+        ε > 0 (exact: an int, a Fraction or a decimal string); give this or ``rho``.
+    rho
+        ρ > 0 (exact), for the zCDP table with Gaussian noise; give this or ``epsilon``.
     objective
         ``"max"`` (default) or ``"mean"``: which statistic the best row minimises.
     mechanisms
         Names of registered counting mechanisms to compare (default: all of them).
     """
     T = check_int_range("horizon", horizon, 1, MAX_FRONTIER_HORIZON)
-    eps = check_epsilon("epsilon", epsilon)
+    if (epsilon is None) == (rho is None):
+        raise ParameterError(
+            f"epsilon={fmt(epsilon)}, rho={fmt(rho)}: give exactly one of epsilon (pure DP, "
+            "Laplace noise) and rho (zCDP, Gaussian noise)"
+        )
+    eps = None if epsilon is None else check_epsilon("epsilon", epsilon)
+    r = None if rho is None else check_rho("rho", rho)
+    budget: dict[str, Any] = {}
+    if eps is not None:
+        budget["epsilon"] = eps
+    if r is not None:
+        budget["rho"] = r
     check_choice("objective", objective, OBJECTIVES)
     classes = counting_mechanisms()
     if mechanisms is not None:
@@ -289,7 +384,7 @@ def frontier(
             rows.append(FrontierRow(cls.name, {}, cls.name, skipped=str(exc)))
             continue
         for params in variants:
-            row = _evaluate(cls, params, T, eps)
+            row = _evaluate(cls, params, T, budget)
             if row is not None:
                 rows.append(row)
     done = [r for r in rows if r.skipped is None]
@@ -302,16 +397,32 @@ def frontier(
     done.sort(key=key)
     if done:
         b = done[0]
-        done[0] = FrontierRow(b.mechanism, b.params, b.label, b.mean, b.max, b.memory, None, True)
+        done[0] = FrontierRow(
+            b.mechanism, b.params, b.label, b.mean, b.max, b.memory, None, True, b.upper
+        )
+    if r is not None:
+        return FrontierReport(
+            T, None, objective, tuple(done + skipped), factorization_lower_bound(r, T), rho=r
+        )
+    assert eps is not None
     return FrontierReport(T, eps, objective, tuple(done + skipped), lower_bound("prefix", eps, T))
 
 
-def variance_curve(row: FrontierRow, horizon: int, epsilon: Fraction) -> FloatArray:
-    """``Var(out_t)`` for t = 1..T of one evaluated row (floats, for plotting)."""
-    m = MECHANISMS[row.mechanism](epsilon=epsilon, horizon=horizon, **row.params)
+def _budget(report: FrontierReport) -> dict[str, Any]:
+    if report.rho is not None:
+        return {"rho": report.rho}
+    assert report.epsilon is not None
+    return {"epsilon": report.epsilon}
+
+
+def variance_curve(row: FrontierRow, horizon: int, budget: dict[str, Any]) -> FloatArray:
+    """``Var(out_t)`` for t = 1..T of one evaluated row (floats, for plotting); ``budget``
+    is ``{"epsilon": ε}`` or ``{"rho": ρ}``."""
+    m = MECHANISMS[row.mechanism](horizon=horizon, **budget, **row.params)
     counts = m.variance_counts(horizon)
     if counts is None:
-        return m.variance(horizon)
+        upper = m.variance_upper(horizon) if horizon > EXACT_LIST_LIMIT else None
+        return m.variance(horizon) if upper is None else np.asarray(upper, dtype=np.float64)
     units, n = counts
     if isinstance(units, Fraction):
         units, n = (units,), n.reshape(1, -1)
@@ -344,18 +455,18 @@ def plot(report: FrontierReport, path: str, leading: int = 3, max_exponent: int 
     T = report.horizon
     step = max(1, T // 4096)
     for r in rows:
-        curve = variance_curve(r, T, report.epsilon)
+        curve = variance_curve(r, T, _budget(report))
         t = np.arange(1, T + 1)
         ax1.plot(t[::step], curve[::step], lw=0.7, label=r.label)
     ax1.set_xlabel("t")
     ax1.set_ylabel("Var(out_t)")
-    ax1.set_title(f"T = {T}, ε = {report.epsilon}")
+    ax1.set_title(f"T = {T}, " + ", ".join(f"{k} = {v}" for k, v in _budget(report).items()))
     ax1.legend(fontsize=8)
     horizons = [2**p for p in range(4, check_int_range("max_exponent", max_exponent, 4, 24) + 1)]
     for r in rows:
         xs, ys = [], []
         for h in horizons:
-            row = _evaluate(MECHANISMS[r.mechanism], r.params, h, report.epsilon)
+            row = _evaluate(MECHANISMS[r.mechanism], r.params, h, _budget(report))
             value = None if row is None else (row.max if report.objective == "max" else row.mean)
             if value is not None:
                 xs.append(h)

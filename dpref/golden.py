@@ -12,7 +12,12 @@ rational output is given in ``outputs_exact`` and ``outputs`` is its nearest flo
 
 Each vector also carries the node intervals, the exact per-node scales, the exact
 per-step variances and the exact privacy sum, so an implementation's plan can be
-compared node by node.
+compared node by node.  ``noise_kind`` names the node-noise kind (``noise`` is the node
+noise itself); a ρ-zCDP vector (Gaussian
+noise) carries ``rho`` (an exact rational string) instead of ``epsilon``, its
+``scales`` are the exact node variances σ_n², and its ``privacy_sum`` is the L2 sum
+``max_i Σ_n (a_{n,i}Δ)²/σ_n²`` (= 2ρ for the bounded counters); its node noise is drawn
+from the standard normal and rounded to the same grid (docs/gaussian.md).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 from dpref.errors import DprefError, DprefTypeError, ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.registry import build_mechanism
-from dpref.validation import fmt, fmt_sequence
+from dpref.validation import check_fraction, fmt, fmt_sequence
 
 __all__ = [
     "GOLDEN_CASES",
@@ -40,6 +45,7 @@ __all__ = [
     "golden_vectors",
     "load_shipped",
     "loads_golden",
+    "vector_mechanism",
 ]
 
 FORMAT = "dpref-golden/2"
@@ -68,6 +74,13 @@ class GoldenCase:
     """T: the stream length."""
     name: str
     """The case's stable name, e.g. ``binary[T=5]``; its seed derives from it."""
+    privacy: str = "pure"
+    """``"pure"`` (built with ``epsilon=``) or ``"zcdp"`` (built with ``rho=``)."""
+
+    @property
+    def budget(self) -> dict[str, Fraction]:
+        """The privacy keyword: ``{"epsilon": EPSILON}`` or ``{"rho": EPSILON}``."""
+        return {"rho" if self.privacy == "zcdp" else "epsilon": EPSILON}
 
     def rng(self) -> np.random.Generator:
         """The case's own Generator: ``SeedSequence([SEED, sha256(name)])``."""
@@ -78,7 +91,7 @@ class GoldenCase:
 def golden_cases() -> list[GoldenCase]:
     """Every registered mechanism's examples at each of their golden horizons."""
     return [
-        GoldenCase(name, example.kwargs(cls, T), T, example.label(cls, T))
+        GoldenCase(name, example.kwargs(cls, T), T, example.label(cls, T), example.privacy)
         for name, cls in MECHANISMS.items()
         for example in cls.examples
         for T in example.horizons
@@ -110,7 +123,7 @@ def _exact_outputs(
 
 def _vector(case: GoldenCase) -> dict[str, Any]:
     name, params, horizon, rng = case.mechanism, case.params, case.horizon, case.rng()
-    m = build_mechanism(name, epsilon=EPSILON, **params)
+    m = build_mechanism(name, **case.budget, **params)
     plan = m.plan(horizon)
     stream = rng.integers(0, 2, horizon).astype(int).tolist()
     raw = m.node_noise(horizon, rng)
@@ -127,7 +140,8 @@ def _vector(case: GoldenCase) -> dict[str, Any]:
         "case": case.name,
         "mechanism": name,
         "parameters": {k: v if isinstance(v, int) else str(v) for k, v in params.items()},
-        "epsilon": _frac(EPSILON),
+        **{key: _frac(value) for key, value in case.budget.items()},
+        "noise_kind": m.noise,
         "horizon": horizon,
         "description": repr(m),
         "stream": stream,
@@ -248,12 +262,36 @@ def _check_size(vec: dict[str, Any]) -> None:
         )
 
 
+def vector_mechanism(vec: Any) -> Mechanism:
+    """The mechanism a golden vector describes: built with its ``epsilon`` (pure) or its
+    ``rho`` (zCDP), both exact rational strings, and its parameters.
+
+    Raises :class:`~dpref.errors.ParameterError` naming ``vec`` (or the field) when the
+    vector is not an object with a mechanism name, a parameters object and one budget."""
+    if not isinstance(vec, dict):
+        raise DprefTypeError(f"vec={fmt(vec)}: must be a golden vector (a dict)")
+    name, params = vec.get("mechanism"), vec.get("parameters")
+    if not isinstance(name, str) or not isinstance(params, dict):
+        raise ParameterError(
+            f"vec={fmt_sequence(vec)}: needs a 'mechanism' name and a 'parameters' object"
+        )
+    key = "rho" if "rho" in vec else "epsilon"
+    text = vec.get(key)
+    if not isinstance(text, str):
+        raise ParameterError(f"{key}={fmt(text)}: a golden vector's budget is a rational string")
+    budget = check_fraction(key, text)
+    return build_mechanism(name, **{key: budget}, **params)
+
+
 def _check_vector(vec: dict[str, Any]) -> list[str]:
     """The mismatches of one golden vector."""
     problems: list[str] = []
     _check_size(vec)
     label = f"{vec['mechanism']}{vec['parameters']} T={vec['horizon']}"
-    m = build_mechanism(vec["mechanism"], epsilon=Fraction(vec["epsilon"]), **vec["parameters"])
+    m = vector_mechanism(vec)
+    if m.noise != vec.get("noise_kind", "laplace"):
+        problems.append(f"{label}: noise kind {m.noise!r} ≠ the vector's {vec['noise_kind']!r}")
+        return problems
     T = int(vec["horizon"])
     plan = m.plan(T)
     nodes = [[int(a), int(b)] for a, b in zip(plan.lo, plan.hi, strict=True)]

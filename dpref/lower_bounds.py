@@ -48,8 +48,10 @@ from dpref.validation import (
 
 __all__ = [
     "Decay",
+    "FactorizationLowerBound",
     "LowerBound",
     "exponential_decay",
+    "factorization_lower_bound",
     "lower_bound",
     "packing_distance",
     "polynomial_decay",
@@ -229,3 +231,91 @@ def lower_bound(g: Decay | Any, epsilon: Any, q: Any) -> LowerBound:
     n = check_positive_int("q", q)
     d = packing_distance(eps, n)
     return LowerBound(decay.G(d) / 2, d, n, eps, decay)
+
+
+MAX_FACTORIZATION_BOUND_HORIZON = 2**24
+"""Largest T of :func:`factorization_lower_bound` (one float64 term per singular value)."""
+
+
+@dataclass(frozen=True)
+class FactorizationLowerBound:
+    """``max_t Var(out_t) ≥ value`` for every linear Gaussian counter (a factorization of the
+    prefix matrix) that is ρ-zCDP through its L2 sensitivity (docs/frontier.md)."""
+
+    value: float
+    """``(‖M_T‖_*/T)²·Δ²/(2ρ)``, rounded down."""
+    gamma2: float
+    """The lower bound ``‖M_T‖_*/T`` on the factorization norm γ₂(M_T), rounded down."""
+    horizon: int
+    """T."""
+    rho: Fraction
+    """ρ."""
+    sensitivity: Fraction
+    """Δ."""
+
+    @property
+    def formula(self) -> str:
+        """How the value was obtained."""
+        return (
+            f"max Var ≥ γ₂(M_T)²Δ²/(2ρ), γ₂(M_T) ≥ ‖M_T‖_*/T = {self.gamma2:.6f} "
+            f"(T = {self.horizon}, ρ = {self.rho}, Δ = {self.sensitivity})"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict."""
+        return {
+            "lower_bound": self.value,
+            "gamma2_lower_bound": self.gamma2,
+            "horizon": self.horizon,
+            "rho": str(self.rho),
+            "sensitivity": str(self.sensitivity),
+            "formula": self.formula,
+        }
+
+
+def factorization_lower_bound(
+    rho: Any, horizon: Any, sensitivity: Any = 1
+) -> FactorizationLowerBound:
+    """The smallest maximum variance any linear Gaussian counter can have at T and ρ.
+
+    A linear plan with Gaussian node noise (any strategy C and decoder B with B·C = M_T,
+    the T × T prefix matrix, node variances chosen so that the L2 sum is ≤ 2ρ) is, after
+    scaling each node by its σ_n, a factorization ``M_T = B'·C'`` with Gaussian noise of
+    variance ``‖C'‖²_{1→2}Δ²/(2ρ)``; its largest per-step variance is
+    ``‖B'‖²_{2→∞}‖C'‖²_{1→2}Δ²/(2ρ) ≥ γ₂(M_T)²Δ²/(2ρ)``.  And ``γ₂(A) ≥ ‖A‖_*/√(mn)`` for
+    an m × n matrix (trace-norm bound), where the singular values of M_T are
+    ``1/(2 sin((2k−1)π/(4T+2)))``, k = 1..T.  Every tree, Elders, square-root and BLT
+    counter with Gaussian noise is such a plan, so none beats this bound.
+
+    The sum is taken in float64 (pairwise summation of positive terms, each within a few ulp, so
+    the relative error is below ``(log₂T + 8)·2⁻⁵²`` < 10⁻¹³) and lowered by 10⁻¹² relative
+    before squaring: the value is rounded down.
+
+    Parameters
+    ----------
+    rho
+        ρ > 0 (exact).
+    horizon
+        T, an integer in ``[1, 2^24]``.
+    sensitivity
+        Δ > 0 (exact; 1 for bit streams).
+
+    References
+    ----------
+    .. [1] J. Matoušek, A. Nikolov, K. Talwar. "Factorization norms and hereditary
+       discrepancy." IMRN 2020 (γ₂ of the prefix matrix, the trace-norm bound).
+    """
+    import numpy as np
+
+    from dpref.validation import check_int_range, check_rho
+
+    r = check_rho("rho", rho)
+    t = check_int_range("horizon", horizon, 1, MAX_FACTORIZATION_BOUND_HORIZON)
+    delta = check_fraction("sensitivity", sensitivity)
+    if delta <= 0:
+        raise ParameterError(f"sensitivity={fmt(sensitivity)}: must be > 0")
+    k = np.arange(1, t + 1, dtype=np.float64)
+    total = float(np.sum(0.5 / np.sin((2 * k - 1) * (np.pi / (4 * t + 2)))))
+    gamma2 = floor_float(Fraction(total) * (1 - Fraction(1, 10**12)) / t)
+    value = floor_float(Fraction(gamma2) ** 2 * delta**2 / (2 * r) * (1 - Fraction(1, 10**12)))
+    return FactorizationLowerBound(value, gamma2, t, r, delta)

@@ -47,8 +47,9 @@ def parameter_flags() -> dict[str, str]:
     return {param: "; ".join(texts) for param, texts in helps.items()}
 
 
-def build_mechanism(name: str, *, epsilon: Any, **params: Any) -> Mechanism:
-    """Construct a mechanism by CLI name; ``None`` parameters are left out.
+def build_mechanism(name: str, *, epsilon: Any = None, rho: Any = None, **params: Any) -> Mechanism:
+    """Construct a mechanism by CLI name with ``epsilon`` (pure ε-DP) or ``rho`` (ρ-zCDP);
+    ``None`` parameters are left out.
 
     Raises :class:`~dpref.errors.ParameterError` for an unknown name, a parameter the
     mechanism does not take, or a required parameter that is missing.
@@ -64,4 +65,4 @@ def build_mechanism(name: str, *, epsilon: Any, **params: Any) -> Mechanism:
     for pname in cls.required_parameters():
         if pname not in given:
             raise ParameterError(f"{pname}=None: {name} needs it (--{pname.replace('_', '-')})")
-    return cls(epsilon=epsilon, **given)
+    return cls(epsilon=epsilon, rho=rho, **given)

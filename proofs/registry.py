@@ -12,6 +12,11 @@ A proof module exposes
 * ``PROOFS: dict[str, ProofFn]`` — class name → ``fn(cls, limit) -> list[ClaimResult]``,
   where ``limit`` is the largest T (or t) of the exhaustive checks;
 * a module docstring stating each theorem and its proof in words, with citations.
+
+Every mechanism class is also held to the Gaussian (ρ-zCDP) budget of its declarations,
+:func:`proofs.zcdp.gaussian_claims` (the twin of its L1 budget), run after its own
+module's claims — unless its proof module sets ``OWN_GAUSSIAN_PROOF = True`` (a mechanism
+that is not an interval plan proves its Gaussian budget itself).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ ProofFn = Callable[[type[Any], int], list[ClaimResult]]
 SUBJECTS = (
     "dpref.sanitize.threshold:ThresholdSanitizer",
     "dpref.sanitize.streaming:StreamingSanitizer",
+    "dpref.accounting:GaussianDP",
 )
 """Proven classes that are not mechanisms (no entry in :data:`dpref.MECHANISMS`), as
 ``module:class``; each has a ``proof`` pointer like a mechanism's.  ``prove_all``
@@ -158,13 +164,28 @@ def proof_for(cls: type[Any]) -> tuple[type[Any], ProofFn]:
     )
 
 
+def _with_gaussian(cls: type[Any], fn: ProofFn, limit: int) -> list[ClaimResult]:
+    """The class's own claims, then its Gaussian-budget claims (a mechanism class whose
+    proof module does not prove them itself)."""
+    rows = fn(cls, limit)
+    if isinstance(cls, type) and issubclass(cls, Mechanism):
+        module_name = next((m for m in map(proof_module, cls.__mro__) if m is not None), "")
+        module = importlib.import_module(module_name)
+        if not getattr(module, "OWN_GAUSSIAN_PROOF", False):
+            from proofs.zcdp import gaussian_claims
+
+            rows.extend(gaussian_claims(cls, limit))
+    return rows
+
+
 def prove(cls: type[Any], limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
-    """Run every claim of ``cls``'s theorem (the subclass's own declarations are read).
+    """Run every claim of ``cls``'s theorem (the subclass's own declarations are read),
+    and for a mechanism its Gaussian budget (:mod:`proofs.zcdp`).
 
     ``limit`` (1 … :data:`MAX_LIMIT`) bounds the exhaustive checks."""
     limit = _check_limit(limit)
     _, fn = proof_for(cls)
-    return fn(cls, limit)
+    return _with_gaussian(cls, fn, limit)
 
 
 def prove_all(names: Sequence[str] = (), limit: int = EXHAUSTIVE_LIMIT) -> list[ClaimResult]:
@@ -182,5 +203,5 @@ def prove_all(names: Sequence[str] = (), limit: int = EXHAUSTIVE_LIMIT) -> list[
         except ParameterError as exc:  # an unproven mechanism is a failed claim
             rows.append(ClaimResult(label(cls), "proof module", FAILED, 0.0, detail=str(exc)))
             continue
-        rows.extend(fn(cls, limit))
+        rows.extend(_with_gaussian(cls, fn, limit))
     return rows

@@ -41,13 +41,17 @@ def variance_z_scores(errors: np.ndarray, mech: Mechanism, horizon: int) -> np.n
 
     With known mean 0, ``mean(e²)`` is unbiased for σ² and has variance
     ``(κ₄ + 2σ⁴)/N`` where, for ``e = Σ_n r_n z_n`` with ``z_n ~ Lap(b_n)``,
-    ``σ² = Σ 2 r²b²`` and ``κ₄ = Σ 12 r⁴ b⁴`` (Laplace fourth cumulant 12b⁴).
+    ``σ² = Σ 2 r²b²`` and ``κ₄ = Σ 12 r⁴ b⁴`` (Laplace fourth cumulant 12b⁴); with
+    Gaussian node noise ``σ² = Σ r²σ_n²`` and ``κ₄ = 0``.
     """
     plan = mech.plan(horizon)
     R = plan.R()
     b = plan.scales
     sigma2 = mech.variance(horizon)
-    kappa4 = np.asarray(R.power(4) @ (12.0 * b**4)).ravel()
+    if plan.gaussian:
+        kappa4 = np.zeros(horizon)
+    else:
+        kappa4 = np.asarray(R.power(4) @ (12.0 * b**4)).ravel()
     se = np.sqrt((kappa4 + 2.0 * sigma2**2) / errors.shape[0])
     return (np.mean(errors**2, axis=0) - sigma2) / se
 
@@ -66,10 +70,14 @@ class MechanismContract(ABC):
 
     unbounded: ClassVar[bool] = False
     """Whether the mechanism runs without a horizon."""
+    budget_name: ClassVar[str] = "epsilon"
+    """The privacy keyword of the example: ``epsilon`` (pure) or ``rho`` (zCDP); the
+    budget EPS is passed to it."""
 
     @abstractmethod
     def make(self, horizon: int | None, epsilon: Any = EPS) -> Mechanism:
-        """Build the mechanism (``horizon`` is ignored by unbounded mechanisms)."""
+        """Build the mechanism (``horizon`` is ignored by unbounded mechanisms); ``epsilon``
+        is passed as :attr:`budget_name` (ε, or ρ for a zCDP example)."""
 
     @abstractmethod
     def example_kwargs(self, horizon: int) -> dict[str, Any]:
@@ -100,13 +108,15 @@ class MechanismContract(ABC):
         report = m.plan(horizon).check(m.variance_exact(horizon))
         assert report.passed, report
         assert {c.name for c in report.checks} == {"unbiased", "causal", "privacy", "variance"}
-        assert report.privacy_sum <= m.declared_epsilon
+        # pure: the L1 sum is at most ε; zCDP: the L2 sum is at most 2ρ
+        bound = m.declared_epsilon if m.rho is None else 2 * m.declared_rho
+        assert report.privacy_sum <= bound == report.privacy_bound
         expected = m.expected_privacy_sum(horizon)
         if expected is not None:
             assert report.privacy_sum == expected
         if not self.unbounded:
-            # a mechanism with a horizon spends exactly what it declares
-            assert report.privacy_sum == m.declared_epsilon
+            # a mechanism with a horizon spends exactly what it declares (2ρ for zCDP)
+            assert report.privacy_sum == bound
 
     def test_plan_random_larger_horizons(self) -> None:
         rng = np.random.default_rng(64)
@@ -123,15 +133,32 @@ class MechanismContract(ABC):
         assert plan.check_unbiased().passed
 
     def test_declared_budget_is_epsilon(self) -> None:
+        """Pure: the declared terms add up to ε.  zCDP: they add up to the design ε = 1
+        (each node's share), and ρ is declared exactly; there is no pure ε."""
         m = self.make(16)
-        assert m.declared_budget() == m.declared_epsilon == EPS
-        assert isinstance(m.declared_epsilon, Fraction)
+        if m.rho is None:
+            assert m.declared_budget() == m.declared_epsilon == EPS
+            assert isinstance(m.declared_epsilon, Fraction)
+            return
+        assert m.declared_budget() == m.design_epsilon == 1
+        assert m.declared_rho == EPS and isinstance(m.declared_rho, Fraction)
+        with pytest.raises(DprefError, match="rho="):
+            _ = m.declared_epsilon
 
     def test_per_node_epsilon(self) -> None:
         m = self.make(16)
+        plan = m.plan(16)
+        if m.rho is not None:  # per-node ρ_n = (w_nΔ)²/(2σ_n²), at most ρ
+            per_node = plan.per_node_rho()
+            assert len(per_node) == plan.n_nodes
+            assert all(isinstance(e, Fraction) and 0 <= e <= EPS for e in per_node)
+            assert all(e > 0 for n, e in enumerate(per_node) if plan.weight(n) != 0)
+            return
         per_node = m.per_node_epsilon(16)
-        assert len(per_node) == m.plan(16).n_nodes
-        assert all(isinstance(e, Fraction) and 0 < e <= EPS for e in per_node)
+        assert len(per_node) == plan.n_nodes
+        assert all(isinstance(e, Fraction) and 0 <= e <= EPS for e in per_node)
+        # only a noise-only node (weight 0, SmoothBinary's) may cost nothing
+        assert all(e > 0 for n, e in enumerate(per_node) if plan.weight(n) != 0)
 
     def test_canonical_order(self) -> None:
         """Nodes are sorted by release time, then by interval length (then instance)."""
@@ -212,12 +239,13 @@ class MechanismContract(ABC):
     # ----------------------------------------------------------- bad input
     @pytest.mark.parametrize("eps", [0, -1, float("nan"), float("inf"), "-0.5", "x"])
     def test_bad_epsilon(self, eps: Any) -> None:
-        with pytest.raises(DprefError, match="epsilon="):
+        """A junk ε (or ρ for a zCDP example) is refused naming it, before any noise."""
+        with pytest.raises(DprefError, match=f"{self.budget_name}="):
             self.make(8, epsilon=eps)
 
     @pytest.mark.parametrize("eps", [True, 1j, [1.0], None])
     def test_epsilon_wrong_type(self, eps: Any) -> None:
-        with pytest.raises((DprefError, TypeError), match="epsilon="):
+        with pytest.raises((DprefError, TypeError), match=f"{self.budget_name}="):
             self.make(8, epsilon=eps)
 
     @pytest.mark.parametrize(
@@ -277,9 +305,10 @@ class MechanismContract(ABC):
         try:
             m = self.make(horizon, epsilon=eps) if not self.unbounded else self.make(None, eps)
         except DprefError as exc:
-            assert _names_one_of(str(exc), ("epsilon", "horizon")), str(exc)
+            assert _names_one_of(str(exc), (self.budget_name, "horizon")), str(exc)
             return
-        assert isinstance(m.declared_epsilon, Fraction)
+        declared = m.declared_epsilon if m.rho is None else m.declared_rho
+        assert isinstance(declared, Fraction)
 
     @settings(max_examples=60)
     @given(data=st.data())
@@ -294,7 +323,7 @@ class MechanismContract(ABC):
         for p in chosen:
             kwargs[p] = data.draw(junk, label=p)
         try:
-            cls(epsilon=EPS, **kwargs)
+            cls(**{self.budget_name: EPS}, **kwargs)
         except DprefError as exc:
             assert chosen and _names_one_of(str(exc), chosen), str(exc)
 
@@ -351,7 +380,7 @@ def _contract_for(cls: type[Mechanism], index: int, example: Example) -> type[Me
         kwargs = example.kwargs(cls, horizon if valid else 16)
         if bounded:
             kwargs["horizon"] = horizon
-        return cls(epsilon=epsilon, **kwargs)
+        return cls(**{example.budget_name: epsilon}, **kwargs)
 
     def example_kwargs(self: MechanismContract, horizon: int) -> dict[str, Any]:
         kwargs = example.kwargs(cls, horizon)
@@ -364,7 +393,12 @@ def _contract_for(cls: type[Mechanism], index: int, example: Example) -> type[Me
     return type(
         name,
         (MechanismContract,),
-        {"make": make, "example_kwargs": example_kwargs, "unbounded": not bounded},
+        {
+            "make": make,
+            "example_kwargs": example_kwargs,
+            "unbounded": not bounded,
+            "budget_name": example.budget_name,
+        },
     )
 
 

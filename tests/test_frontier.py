@@ -14,6 +14,7 @@ import dpref.cli
 from dpref import MECHANISMS, DprefError, TwoLevel
 from dpref.cli import frontier as frontier_cli
 from dpref.frontier import EXACT_LIST_LIMIT, counting_mechanisms, frontier, plot
+from dpref.lower_bounds import FactorizationLowerBound, factorization_lower_bound
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,3 +160,102 @@ def test_documented_table_is_what_the_command_prints() -> None:
     text = (ROOT / "docs" / "frontier.md").read_text()
     block = text.split("```text\n", 1)[1].split("```", 1)[0]
     assert block.rstrip("\n") == frontier(2**20, 1).table()
+
+
+# ----------------------------------------------------------------- zCDP (Gaussian noise)
+@pytest.mark.parametrize("horizon", [1, 5, 16, 33])
+def test_gaussian_rows_equal_the_plans_variance(horizon: int) -> None:
+    """With ``rho=`` every exact row is the Gaussian plan's exact Σr²σ² (independent path)."""
+    rho = Fraction(1, 2)
+    report = frontier(horizon, rho=rho)
+    assert report.rho == rho and report.epsilon is None
+    done = [r for r in report.rows if r.skipped is None]
+    assert done
+    for row in done:
+        m = MECHANISMS[row.mechanism](rho=rho, horizon=horizon, **row.params)
+        plan = m.plan(horizon)
+        assert plan.noise_family == "gaussian"
+        var = plan.variance_exact()
+        if row.upper:
+            assert row.mean >= sum(var, Fraction(0)) / horizon, row.label
+            assert row.max >= max(var), row.label
+        else:
+            assert row.mean == sum(var, Fraction(0)) / horizon, row.label
+            assert row.max == max(var), row.label
+
+
+def test_gaussian_binary_is_the_spec_number() -> None:
+    """SPEC §6: uniform Gaussian Binary at T = 2^20, ρ = 1/2 has max Var 420 = 21·20."""
+    report = frontier(2**20, rho=Fraction(1, 2), mechanisms=["binary"])
+    row = next(r for r in report.rows if r.label == "binary[budget=uniform]")
+    assert row.max == 420 and not row.upper
+
+
+def test_gaussian_rows_respect_the_factorization_bound() -> None:
+    """No linear Gaussian counter beats γ₂(M_T)²/(2ρ) (every row's max is above it)."""
+    for horizon in (3, 64, 1000):
+        report = frontier(horizon, rho=1)
+        bound = report.bound
+        assert isinstance(bound, FactorizationLowerBound)
+        done = [r for r in report.rows if r.skipped is None]
+        assert done and all(float(r.max) >= bound.value for r in done)
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 7, 40])
+def test_factorization_bound_is_the_trace_norm(horizon: int) -> None:
+    """The closed-form singular values are those of the prefix matrix, and the bound scales
+    as Δ²/ρ."""
+    import numpy as np
+
+    m = np.tril(np.ones((horizon, horizon)))
+    nuclear = float(np.linalg.svd(m, compute_uv=False).sum())
+    b = factorization_lower_bound(Fraction(1, 2), horizon)
+    assert b.gamma2 <= nuclear / horizon <= b.gamma2 * (1 + 1e-9)
+    assert b.value <= (nuclear / horizon) ** 2 <= b.value * (1 + 1e-9)
+    b2 = factorization_lower_bound(Fraction(1, 8), horizon, sensitivity=2)
+    assert b2.value == pytest.approx(16 * b.value, rel=1e-9)
+    if horizon == 1:
+        assert b.value <= 1  # T = 1: one Gaussian of variance Δ²/(2ρ) = 1 is optimal
+
+
+def test_factorization_bound_at_2_20() -> None:
+    b = factorization_lower_bound(Fraction(1, 2), 2**20)
+    assert 26.15 < b.value < 26.17
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"horizon": 8}, "epsilon"),
+        ({"horizon": 8, "epsilon": 1, "rho": 1}, "epsilon"),
+        ({"horizon": 8, "rho": 0}, "rho"),
+        ({"horizon": 8, "rho": "nan"}, "rho"),
+    ],
+)
+def test_gaussian_bad_input_names_the_parameter(kwargs: dict[str, Any], parameter: str) -> None:
+    with pytest.raises(DprefError, match=rf"^{parameter}="):
+        frontier(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"rho": 0, "horizon": 4}, "rho"),
+        ({"rho": 1, "horizon": 0}, "horizon"),
+        ({"rho": 1, "horizon": 2**24 + 1}, "horizon"),
+        ({"rho": 1, "horizon": 4, "sensitivity": 0}, "sensitivity"),
+    ],
+)
+def test_factorization_bound_bad_input(kwargs: dict[str, Any], parameter: str) -> None:
+    with pytest.raises(DprefError, match=rf"^{parameter}="):
+        factorization_lower_bound(**kwargs)
+
+
+def test_cli_rho_json(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    code = _main(monkeypatch, ["frontier", "--horizon", "64", "--rho", "1/2", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["privacy"] == "zcdp" and doc["rho"] == "1/2"
+    assert doc["epsilon"] is None and doc["lower_bound"]["gamma2_lower_bound"] > 1
+    code = _main(monkeypatch, ["frontier", "--horizon", "64", "--rho", "1/2", "--epsilon", "1"])
+    captured = capsys.readouterr()
+    assert code == 2 and len(captured.err.strip().splitlines()) == 1

@@ -3,8 +3,9 @@
 What is covered (all of it derived at run time, nothing listed by hand):
 
 * the constructor of every class in :data:`dpref.MECHANISMS`, fuzzing each keyword
-  (``epsilon``, ``horizon`` and each name in ``cls.parameters()``) while the others
-  come from ``cls.examples[0].kwargs(cls, 8)``; and on that example instance the
+  (``epsilon``, ``horizon``, ``noise`` and each name in ``cls.parameters()``) while the
+  others come from ``cls.examples[0].kwargs(cls, 8)``, and ``rho`` (with no ``epsilon``)
+  and ``noise`` beside ``rho=1``; and on that example instance the
   methods ``release(stream)``, ``release_many(stream, runs)``, ``variance(horizon)``,
   ``plan(horizon)``, ``online().step(x)`` and ``target(stream)``;
 * every callable in ``dpref.__all__`` that is not a class (``bits``, ``lower_bound``,
@@ -14,7 +15,7 @@ What is covered (all of it derived at run time, nothing listed by hand):
   the signature default, else ``1``);
 * the command line: every subcommand of ``dpref.cli.build_parser()`` (the plugins of
   ``dpref.plugins.COMMANDS``) with an odd value in each of its numeric options
-  (``type=int``/``float``, ``--epsilon`` and the mechanism flags of
+  (``type=int``/``float``, ``--epsilon``, ``--rho`` and the mechanism flags of
   ``dpref.registry.parameter_flags()``, each given to the first mechanism taking it),
   starting from a known-good command line (:data:`CLI_BASELINES`, else
   ``SUBCOMMAND --json``).
@@ -141,6 +142,9 @@ FUNCTION_BASELINES: dict[str, Callable[[], dict[str, Any]]] = {
     },
     "audit.exact_audit": lambda: {"target": _example_mechanism(), "horizon": 2, "timeout": 10},
     "audit.exact_loss": lambda: {"mech": _example_mechanism(), "horizon": 2},
+    "golden.vector_mechanism": lambda: {
+        "vec": __import__("dpref.golden", fromlist=["x"]).load_shipped()["vectors"][0]
+    },
     "audit.mechanism_target": lambda: {"mech": _example_mechanism()},
     "audit.as_target": lambda: {"target": _example_mechanism(), "timeout": 10},
     "audit.load_callable": lambda: {"target": "tests/audit_targets.py:binary_ok"},
@@ -324,10 +328,15 @@ def _mechanism_calls(mname: str, slow: bool) -> Iterator[Call]:
     cls = dpref.MECHANISMS[mname]
     base = cls.examples[0].kwargs(cls, HORIZON)
     values = odd_values(slow)
-    for param in dict.fromkeys(("epsilon", "horizon", *cls.parameters())):
+    for param in dict.fromkeys(("epsilon", "horizon", "noise", *cls.parameters())):
         for label, value in values:
             kw = {"epsilon": 1, **base, param: value}
             yield f"{cls.__name__}({param}={label})", param, lambda kw=kw: cls(**kw), None
+    for label, value in values:  # the zCDP budget, and a noise kind beside it
+        kw = {**base, "rho": value}
+        yield f"{cls.__name__}(rho={label})", "rho", lambda kw=kw: cls(**kw), None
+        kw = {**base, "rho": 1, "noise": value}
+        yield f"{cls.__name__}(rho=1, noise={label})", "noise", lambda kw=kw: cls(**kw), None
 
     mech = cls(epsilon=1, **base)
     stream = [1, 0, 1]
@@ -461,7 +470,9 @@ def _numeric_options(sub: argparse.ArgumentParser) -> list[tuple[str, str]]:
     for action in sub._actions:
         if not action.option_strings or action.nargs == 0 or action.choices is not None:
             continue
-        numeric = action.type in (int, float) or action.dest in flags or action.dest == "epsilon"
+        numeric = (
+            action.type in (int, float) or action.dest in flags or action.dest in ("epsilon", "rho")
+        )
         if numeric:
             out.append((action.option_strings[-1], action.dest))
     return out

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpref.cli import main
-from dpref.golden import check_golden, golden_vectors, load_shipped
+from dpref.golden import check_golden, golden_vectors, load_shipped, vector_mechanism
 
 
 def test_shipped_vectors_are_regenerated_exactly() -> None:
@@ -23,15 +23,13 @@ def test_shipped_vectors_check() -> None:
 
 def test_counting_outputs_are_exact_in_any_order() -> None:
     """Dyadic noise: every partial sum is exact, so any float summation order gives the bits."""
-    from dpref.registry import build_mechanism
-
     checked = 0
     for vec in load_shipped()["vectors"]:
         exact = [Fraction(s) for s in vec["outputs_exact"]]
         if not vec["exact_in_float"]:
             continue
         assert [Fraction(v) for v in vec["outputs"]] == exact
-        m = build_mechanism(vec["mechanism"], epsilon=Fraction(vec["epsilon"]), **vec["parameters"])
+        m = vector_mechanism(vec)
         plan = m.plan(vec["horizon"])
         noisy = plan.A().toarray() @ np.array(vec["stream"], dtype=float) + np.array(vec["noise"])
         R = plan.R().toarray()
@@ -71,3 +69,17 @@ def test_cli_golden(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     out.write_text(json.dumps(doc))
     assert main(["golden", "check", str(out)]) == 1
     assert main(["golden", "check", str(tmp_path / "missing.json")]) == 2
+
+
+def test_gaussian_vectors_record_noise_and_rho() -> None:
+    """zCDP vectors name their noise kind and their exact ρ; their scales are the exact
+    node variances, their privacy sum the L2 sum (2ρ for bounded counters)."""
+    vecs = {v["case"]: v for v in load_shipped()["vectors"]}
+    vec = vecs["binary[T=16,zcdp]"]
+    assert vec["noise_kind"] == "gaussian" and vec["rho"] == "1/2" and "epsilon" not in vec
+    assert set(vec["scales"]) == {"5"}  # σ² = LΔ²/(2ρ) = 5 at T = 16 (L = 5), ρ = 1/2
+    assert vec["privacy_sum"] == "1"  # 2ρ
+    assert vecs["binary[T=16]"]["noise_kind"] == "laplace"
+    bad = copy.deepcopy(load_shipped())
+    next(v for v in bad["vectors"] if v["case"] == "binary[T=16,zcdp]")["noise_kind"] = "laplace"
+    assert any("noise kind" in p for p in check_golden(bad))

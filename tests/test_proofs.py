@@ -21,7 +21,14 @@ from proofs.counting import pitfall_factor
 SMALL = 64
 """Exhaustive limit for the deliberately wrong subclasses (they fail well before it)."""
 
-SYMBOLIC_CLAIMS = {"membership", "budget", "variance", "pitfall Lap(log₂T/ε)"}
+SYMBOLIC_CLAIMS = {
+    "membership",
+    "budget",
+    "variance",
+    "pitfall Lap(log₂T/ε)",
+    "zCDP node rule",
+    "zCDP budget",
+}
 
 
 COUNTING = ("simple1", "simple2", "two-level", "binary", "hybrid")
@@ -48,7 +55,11 @@ def test_statuses_are_honest(all_rows: list[ClaimResult]) -> None:
         if r.claim in SYMBOLIC_CLAIMS:
             assert r.status == PROVEN, r
         else:  # exhaustive checks never claim to be proofs
-            assert r.status in ("checked for T ≤ 4096", "checked for t ≤ 4096"), r
+            assert r.status in (
+                "checked for T ≤ 4096",
+                "checked for t ≤ 4096",
+                "checked for T ≤ 64",
+            )
 
 
 def test_each_mechanism_has_membership_budget_variance(all_rows: list[ClaimResult]) -> None:
@@ -177,6 +188,7 @@ def test_cli_prove_json(capsys: pytest.CaptureFixture[str]) -> None:
         PROVEN,
         "checked for T ≤ 4096",
         "checked for t ≤ 4096",
+        "checked for T ≤ 64",  # the Gaussian plans (proofs/zcdp.py)
     }
 
 
@@ -219,4 +231,28 @@ def test_verify_runs_the_proofs_first() -> None:
     assert len(rows) == 1
     row = rows[0]
     assert (row.suite, row.mechanism, row.failed, row.proven_sum) == ("proofs", "hybrid", 0, "ε")
-    assert row.checks == 6
+    assert row.checks == 6 + 3  # 6 claims of its own, 3 of its Gaussian budget
+
+
+class BinaryHalfGaussianVariance(Binary):
+    """Gives each Gaussian node half the variance the rule σ² = |w|Δb/(2ρ) asks: 4ρ spent."""
+
+    def node_variance(self, scale: Fraction, weight: Fraction = Fraction(1)) -> Fraction:
+        return super().node_variance(scale, weight) / (2 if self.rho is not None else 1)
+
+
+def test_every_mechanism_has_a_gaussian_budget(all_rows: list[ClaimResult]) -> None:
+    for name in COUNTING:
+        rows = {r.claim: r for r in all_rows if r.mechanism == name}
+        assert rows["zCDP node rule"].status == PROVEN
+        assert rows["zCDP budget"].status == PROVEN
+        assert rows["zCDP budget"].statement == "L2 sum = 2ρ"
+        assert rows["zCDP budget = plans(T)"].status == "checked for T ≤ 64"
+
+
+def test_gaussian_variance_below_the_rule_fails() -> None:
+    rows = _by_claim(prove(BinaryHalfGaussianVariance, SMALL))
+    assert rows["budget"].status == PROVEN  # the Laplace design is still right …
+    assert rows["zCDP budget"].status == FAILED  # … but the Gaussian nodes are too quiet
+    assert "node_variance" in rows["zCDP budget"].detail
+    assert rows["zCDP budget = plans(T)"].status == FAILED

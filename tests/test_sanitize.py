@@ -647,8 +647,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_sanitizers_are_proven_and_documented() -> None:
     from proofs.registry import proof_for, prove_all, subjects
 
-    assert {c.__name__ for c in subjects()} == {"ThresholdSanitizer", "StreamingSanitizer"}
-    for cls in subjects():
+    sanitizers = [c for c in subjects() if c.__name__.endswith("Sanitizer")]
+    assert {c.__name__ for c in sanitizers} == {"ThresholdSanitizer", "StreamingSanitizer"}
+    for cls in sanitizers:
         held_to, _ = proof_for(cls)
         assert held_to is cls
         assert cls.__name__ in (ROOT / cls.docs).read_text()

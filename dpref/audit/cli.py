@@ -51,7 +51,7 @@ __all__ = ["EXIT_INCONCLUSIVE", "add_parser", "run", "run_audit", "run_conform"]
 EXIT_INCONCLUSIVE = 3
 """Exit code of an inconclusive audit or conformance run (0 pass, 1 violation, 2 bad input)."""
 
-_FLAG_DEFAULTS = {"noise": "laplace", "domain": "bits", "neighbours": "replace"}
+_FLAG_DEFAULTS = {"noise": None, "domain": "bits", "neighbours": "replace"}
 """Shared flags whose default is filled in after checking whether they were given."""
 _AUDIT_DEFAULTS = {"samples": 200_000, "confidence": 0.99, "events": "auto"}
 """``dpref audit``'s sampling flags, filled in likewise (``--exact`` uses none of them)."""
@@ -72,6 +72,11 @@ def _check_ranges(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value is not None and value > hi:  # below lo: the library says why
             raise ParameterError(f"{_flag(name)}={value}: must be in [{lo:,}, {hi:,}]")
+    if getattr(args, "rho", None) is not None:
+        raise ParameterError(
+            f"--rho={args.rho}: auditing zCDP/GDP is not supported yet; the pure-ε audit does "
+            "not apply to Gaussian noise"
+        )
     if args.epsilon is not None:
         try:
             # check_fraction bounds the string first: Fraction("1e999999999") hangs

@@ -77,6 +77,7 @@ from dpref.audit.conform_checks import (
     _variance,
     _variance_scale,
 )
+from dpref.audit.limits import refuse_zcdp
 from dpref.audit.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
 from dpref.audit.progress import Progress
 from dpref.audit.targets import Finding, Target, TargetFailure, as_target, seeded
@@ -463,6 +464,7 @@ def _conform_options(
     alpha, domain; options that do not apply to the mode are errors."""
     if reference is not None and not isinstance(reference, Mechanism):
         raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism or None")
+    refuse_zcdp("reference", reference)
     tgt = as_target(target, timeout=timeout)
     T = check_positive_int("horizon", horizon)
     if reference is None:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dpref.audit.events import used_nodes
+from dpref.audit.limits import refuse_zcdp
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
@@ -204,6 +205,7 @@ def exact_loss(mech: Mechanism, horizon: int, *, max_horizon: int = EXACT_MAX_HO
     """
     if not isinstance(mech, Mechanism):
         raise DprefTypeError(f"mech={fmt(mech)}: must be a dpref Mechanism")
+    refuse_zcdp("mech", mech)
     horizon = check_positive_int("horizon", horizon)
     max_horizon = check_int_range("max_horizon", max_horizon, 1, EXACT_HORIZON_LIMIT)
     if horizon > max_horizon:

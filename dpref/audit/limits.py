@@ -10,6 +10,11 @@ system.  Beyond these ranges the work is not bounded on an 8 GB laptop, so
 
 from __future__ import annotations
 
+from typing import Any
+
+from dpref.errors import ParameterError
+from dpref.validation import fmt
+
 __all__ = [
     "CONNECT_TIMEOUT",
     "MAX_CHECKS",
@@ -41,3 +46,14 @@ beyond the cores of one machine more processes only add start-up time and memory
 CONNECT_TIMEOUT = 10.0
 """Longest wait, in seconds, for an existing Dask scheduler (``scheduler=``/``--scheduler``)
 to answer before the run is refused: an unreachable address is an error, never a hang."""
+
+
+def refuse_zcdp(name: str, mechanism: Any) -> None:
+    """Raise :class:`~dpref.errors.ParameterError` when ``mechanism`` is a ρ-zCDP
+    (Gaussian-noise) dpref mechanism: the audits here measure a pure-ε loss (Laplace
+    likelihood ratios, a pure-ε claim), which does not apply to Gaussian noise."""
+    if getattr(mechanism, "privacy", "pure") == "zcdp":
+        raise ParameterError(
+            f"{name}={fmt(mechanism)}: auditing zCDP/GDP is not supported yet; the pure-ε "
+            "audit does not apply to Gaussian noise"
+        )

@@ -84,7 +84,7 @@ from dpref.audit.events import (
     used_nodes,
 )
 from dpref.audit.exact import EXACT_MAX_HORIZON, exact_loss
-from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES
+from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
 from dpref.audit.progress import Progress
 from dpref.audit.stats import cp_lower, cp_upper
 from dpref.audit.targets import Target, TargetFailure, as_target, seeded
@@ -373,6 +373,7 @@ def _audit_options(
     fraction = float(check_probability_open("selection_fraction", selection_fraction))
     if reference is not None and not isinstance(reference, Mechanism):
         raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
+    refuse_zcdp("reference", reference)
     if domain is not None and not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
     given = None if epsilon is None else check_epsilon("epsilon", epsilon)

@@ -48,7 +48,7 @@ from dpref.audit.l1loss import (
     item_losses,
     stated_epsilon,
 )
-from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
+from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON, refuse_zcdp
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
 from dpref.audit.targets import Finding, seeded
@@ -81,8 +81,10 @@ def mechanism_target(mech: Mechanism) -> Callable[[FloatArray, Any], FloatArray]
 
     It draws the standard node noise through ``rng.laplace(0, scales)`` with the plan's
     node scales (``m.plan(T).scales``, canonical order) and returns
-    ``m.release(stream, noise=z)``.  (Laplace noise, whatever ``mech.noise`` says.)
+    ``m.release(stream, noise=z)``.  (Laplace noise, whatever ``mech.noise`` says; a
+    zCDP mechanism is refused: :func:`~dpref.audit.limits.refuse_zcdp`.)
     """
+    refuse_zcdp("mech", mech)
     cache: dict[int, FloatArray] = {}
 
     def f(stream: FloatArray, rng: Any) -> FloatArray:
@@ -591,6 +593,7 @@ def _resolve(
     if protocol is not None:
         protocol = check_choice("protocol", protocol, tuple(PROTOCOLS))
     if isinstance(target, Mechanism):
+        refuse_zcdp("target", target)
         fn = mechanism_target(target)
         return repr(target), InProcessRunner(fn, "rng"), "rng", target.domain
     if isinstance(target, str):

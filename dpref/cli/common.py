@@ -13,6 +13,7 @@ import numpy as np
 from dpref.domains import Domain, bits, bounded_integers, bounded_reals
 from dpref.errors import ParameterError
 from dpref.mechanisms import MECHANISMS
+from dpref.noise import NOISE_KINDS
 from dpref.registry import build_mechanism, mechanism_names, parameter_flags
 from dpref.validation import fmt
 
@@ -70,7 +71,16 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
     """The mechanism selection and parameter flags shared by release/audit/conform."""
     if with_name:
         p.add_argument("mechanism", help="one of: " + ", ".join(mechanism_names()))
-    p.add_argument("--epsilon", required=True, help="privacy budget ε > 0 (e.g. 1, 0.5, 1/3)")
+    p.add_argument(
+        "--epsilon",
+        default=None,
+        help="pure ε-DP budget ε > 0 (e.g. 1, 0.5, 1/3); give exactly one of --epsilon, --rho",
+    )
+    p.add_argument(
+        "--rho",
+        default=None,
+        help="ρ-zCDP budget ρ > 0 (e.g. 1/2) for Gaussian noise (docs/gaussian.md)",
+    )
     p.add_argument("--horizon", type=int, default=None, help="T (default: the stream length)")
     for param, text in parameter_flags().items():
         p.add_argument(
@@ -89,9 +99,11 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
     )
     p.add_argument(
         "--noise",
-        choices=["laplace", "discrete"],
-        default="laplace",
-        help="continuous Laplace or exact discrete Laplace (integer domains)",
+        choices=list(NOISE_KINDS),
+        default=None,
+        help="laplace (default with --epsilon) or discrete (exact discrete Laplace); gaussian "
+        "(default with --rho) or discrete_gaussian (exact); the discrete kinds need an "
+        "integer domain",
     )
 
 
@@ -132,7 +144,12 @@ def mechanism_from_args(args: argparse.Namespace, horizon: int | None = None) ->
     params["horizon"] = args.horizon if args.horizon is not None else (horizon if needs else None)
     domain = parse_domain(args.domain, args.neighbours)
     return build_mechanism(
-        args.mechanism, epsilon=args.epsilon, domain=domain, noise=args.noise, **params
+        args.mechanism,
+        epsilon=args.epsilon,
+        rho=getattr(args, "rho", None),
+        domain=domain,
+        noise=args.noise,
+        **params,
     )
 
 

@@ -1,4 +1,5 @@
-"""``dpref frontier --horizon T --epsilon E``: which counter for this T and ε (docs/frontier.md)."""
+"""``dpref frontier --horizon T (--epsilon E | --rho R)``: which counter for this T and ε (Laplace
+noise) or ρ (zCDP, Gaussian noise) — docs/frontier.md."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ def add_parser(subparsers: Any) -> None:
     """Add the ``frontier`` subcommand."""
     p = subparsers.add_parser(
         "frontier",
-        help="exact mean/max variance of every counter and parameterisation at T and ε",
+        help="exact mean/max variance of every counter and parameterisation at T and ε or ρ",
     )
     p.add_argument("--horizon", required=True, help="T, an integer in [1, 2^24]")
-    p.add_argument("--epsilon", required=True, help="ε > 0 (exact: 1, 0.5, 1/3)")
+    budget = p.add_mutually_exclusive_group(required=True)
+    budget.add_argument(
+        "--epsilon", default=None, help="ε > 0 (exact: 1, 0.5, 1/3): pure DP, Laplace noise"
+    )
+    budget.add_argument("--rho", default=None, help="ρ > 0 (exact: 1/2): zCDP, Gaussian noise")
     p.add_argument(
         "--objective", default="max", help="max (default) or mean: what the best row minimises"
     )
@@ -39,7 +44,14 @@ def run(args: argparse.Namespace) -> int:
     from dpref.validation import check_int_range
 
     horizon = _int_arg("horizon", args.horizon, check_int_range)
-    report = frontier(horizon, _epsilon_arg(args.epsilon), args.objective, args.mechanism)
+    if args.rho is not None:
+        report = frontier(
+            horizon, None, args.objective, args.mechanism, rho=_number_arg("rho", args.rho)
+        )
+    else:
+        report = frontier(
+            horizon, _number_arg("epsilon", args.epsilon), args.objective, args.mechanism
+        )
     drawn = plot(report, args.plot) if args.plot else []
     if args.json:
         doc = report.as_dict()
@@ -62,13 +74,13 @@ def _int_arg(name: str, text: str, check: Any) -> int:
     return value
 
 
-def _epsilon_arg(text: str) -> str:
+def _number_arg(name: str, text: str) -> str:
     from dpref.errors import ParameterError
 
     if len(text) > 60:
-        raise ParameterError(f"epsilon={text[:20]!r}…: too long for a number")
+        raise ParameterError(f"{name}={text[:20]!r}…: too long for a number")
     if "e" in text.lower() and not text.lower().startswith(("nan", "inf")):
         exponent = text.lower().partition("e")[2]
         if not exponent.lstrip("+-").isdigit() or abs(int(exponent)) > 400:
-            raise ParameterError(f"epsilon={text!r}: exponent out of range")
+            raise ParameterError(f"{name}={text!r}: exponent out of range")
     return text

@@ -38,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
             {
                 "mechanism": args.mechanism,
                 "parameters": repr(mech),
-                "epsilon": str(mech.declared_epsilon),
+                "privacy": mech.privacy,
+                "epsilon": None if mech.epsilon is None else str(mech.epsilon),
+                "rho": None if mech.rho is None else str(mech.rho),
+                "noise": mech.noise,
                 "seed": args.seed,
                 "estimates": out.tolist(),
                 "std": std.tolist(),

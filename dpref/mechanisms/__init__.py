@@ -19,6 +19,7 @@ from dpref.mechanisms.base import (
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 from dpref.mechanisms.elders import Elders
+from dpref.mechanisms.smooth import SmoothBinary
 from dpref.mechanisms.trees import Honaker, KaryTree
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "PolynomialSum",
     "SimpleI",
     "SimpleII",
+    "SmoothBinary",
     "TwoLevel",
     "WindowSum",
     "register_mechanism",

@@ -1,0 +1,241 @@
+"""Gaussian (ρ-zCDP) budgets of every linear-plan mechanism: the twin of the L1 proofs.
+
+A mechanism built with ``rho=`` keeps its Laplace design at ε = 1 (``design_epsilon``): a
+node of Laplace scale ``b_n`` there and weight ``w_n`` has per-node ε ``f_n = Δ|w_n|/b_n``,
+its share of the budget, and gets Gaussian noise of variance ``σ_n² = |w_n|·Δ·b_n/(2ρ)``
+(``Mechanism.node_variance``; docs/gaussian.md).
+
+Theorem (node rule).  For ``a_{n,i} = w_n γ^{d}`` (``d = hi_n − i ≥ 0``, ``0 < γ ≤ 1``)
+the node's L2 cost ``(a_{n,i}Δ)²/σ_n²`` equals ``2ρ·f_n·γ^{2d}``, which is at most
+``2ρ·f_n·γ^{d}``, with equality when γ = 1.
+
+Proof.  Substitute σ_n²: ``w²γ^{2d}Δ²·2ρ/(|w|Δb) = 2ρ(|w|Δ/b)γ^{2d}`` (an identity sympy
+discharges for positive w, Δ, b, ρ).  A power of ``γ ≤ 1`` is in (0, 1], so
+``γ^d = 1/(1+v)`` with ``v ≥ 0`` and ``γ^d − γ^{2d} = v/(1+v)² ≥ 0`` (an identity and a
+sign sympy decides).  ∎
+
+Theorem (declared Gaussian budget).  Let the class declare, for its worst-placed item, the
+node kinds ``(membership m_k, Laplace scale b_k, weight w_k)`` of ``budget_terms`` at
+``ε = 1`` (``m_k`` counts ``w_k`` per node for weighted nodes).  With the declared node
+variances ``σ_k² = w_k·Δ·b_k/(2ρ)`` the L2 sum ``Σ_k (m_k/w_k)·(w_kΔ)²/σ_k²`` equals
+``2ρ·Σ_k m_kΔ/b_k``, i.e. 2ρ times the declared L1 budget at ε = 1; that budget simplifies
+to 1 (the pure proofs prove it equals ε; here it is re-derived at ε = 1), so the L2 sum is
+exactly 2ρ — or, where the declaration is a bound (γ < 1: the memberships are γ-weighted
+and the true L2 weights are ``γ^{2d} ≤ γ^d``), at most 2ρ.  By the Gaussian lemma (a node
+release with L2 sensitivity s and variance σ² is ``s²/(2σ²)``-zCDP, composition adds ρ:
+``proofs/gaussian.py``) the release is ρ-zCDP.
+
+Proof.  Term by term the substitution is the node rule; the sum is taken symbolically for
+the class's own symbols (T, the level count L, Hybrid's instance k, ρ and Δ symbolic where
+the declarations accept them), and ``simplify`` reduces ``L2 − 2ρ·L1`` and ``L1 − 1`` to 0
+(or decides ``1 − L1 ≥ 0``).  Exhaustive companion (evidence, not a proof): for every
+T ≤ 64 (T ≤ 16 for an example with an optimised level budget, which runs an optimiser
+per T) and every zCDP example of the class, the Gaussian plan's exact L2 sum equals
+2ρ times the exact L1 sum of the same design at ε = 1 (γ = 1), is at most it (γ < 1), and
+is at most 2ρ; ``checked for T ≤ 64``.  ∎
+
+References
+----------
+.. [1] M. Bun, T. Steinke. "Concentrated Differential Privacy: Simplifications,
+   Extensions, and Lower Bounds." TCC 2016 (the Gaussian mechanism is
+   ``Δ₂²/(2σ²)``-zCDP; composition).
+.. [2] C. Canonne, G. Kamath, T. Steinke. "The Discrete Gaussian for Differential
+   Privacy." NeurIPS 2020 (the same bound for the discrete Gaussian, integer queries).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import sympy as sp
+
+from dpref.errors import DprefError
+from dpref.mechanisms import Mechanism
+from dpref.mechanisms.base import BudgetTerm, Example
+from proofs.core import (
+    SYMBOLIC,
+    ClaimResult,
+    Delta,
+    Outcome,
+    ProofFailure,
+    T,
+    check_identity,
+    check_sign,
+    checked,
+    k,
+    label,
+    proven,
+    run_claim,
+)
+
+__all__ = ["EXHAUSTIVE_T", "RHO", "gaussian_claims", "zcdp_instances"]
+
+RHO = Fraction(7, 10)
+"""ρ of the exhaustive checks (every L2 sum is linear in ρ)."""
+EXHAUSTIVE_T = 64
+"""The exhaustive plan checks run for every T up to this (at most the proof limit)."""
+
+rho = sp.Symbol("ρ", positive=True)
+"""The zCDP budget ρ > 0."""
+L = sp.Symbol("L", integer=True, positive=True)
+"""A level count L ≥ 1 (the declarations that take ``levels``)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _node_rule() -> Outcome:
+    """The node rule (the same for every class: proven once, then reused)."""
+    w, b, s = sp.symbols("w b s", positive=True)
+    v = sp.Symbol("v", nonnegative=True)
+    d = sp.Symbol("d", integer=True, nonnegative=True)
+    gamma = 1 / (1 + s)
+    sigma2 = w * Delta * b / (2 * rho)
+    cost = (w * gamma**d * Delta) ** 2 / sigma2
+    check_identity(cost, 2 * rho * (w * Delta / b) * gamma ** (2 * d), "(aΔ)²/σ² = 2ρ f γ^{2d}")
+    u = 1 / (1 + v)  # γ^d ∈ (0, 1] for 0 < γ ≤ 1 and d ≥ 0
+    check_identity(u - u**2, v / (1 + v) ** 2, "u − u² = v/(1+v)² for u = 1/(1+v)")
+    check_sign(v / (1 + v) ** 2, "nonnegative", "γ^d − γ^{2d} ≥ 0 for 0 < γ ≤ 1")
+    return proven(
+        "(w γ^d Δ)²/σ² = 2ρ·(|w|Δ/b)·γ^{2d} ≤ 2ρ·(|w|Δ/b)·γ^d, σ² = |w|Δb/(2ρ)",
+        "substitution (γ = 1/(1+s), s ≥ 0); γ^d = 1/(1+v) with v ≥ 0 (a power of γ ≤ 1 is "
+        "≤ 1), so γ^d − γ^{2d} = v/(1+v)² ≥ 0",
+    )
+
+
+_SYMBOL_SETS: tuple[dict[str, Any], ...] = (
+    {"horizon": T, "k": k, "levels": L},
+    {"levels": L},
+    {},
+)
+"""Symbols tried, most symbolic first: a declaration that cannot take one (it needs an int
+to enumerate levels, say) raises, and the next, less symbolic set is used."""
+
+
+def _declared_terms(m: Mechanism) -> tuple[list[BudgetTerm], str]:
+    for extra in _SYMBOL_SETS:
+        symbols = {"epsilon": sp.Integer(1), "sensitivity": Delta, **extra}
+        try:
+            terms = m.budget_terms(SYMBOLIC, **symbols)
+        except (TypeError, ValueError, AttributeError):
+            continue
+        if terms:
+            names = ", ".join(sorted(extra)) or "the instance's own T"
+            return terms, f"symbols: ρ, Δ, {names}"
+    raise ProofFailure(f"{m!r}: budget_terms gives no terms")
+
+
+def _gaussian_budget(m: Mechanism) -> Outcome:
+    assert m.rho is not None
+    for term in m.budget_terms():  # the class's own rule, at its own numbers
+        rule = Fraction(term.weight) * m.sensitivity * term.scale / (2 * m.rho)
+        if m.node_variance(term.scale, Fraction(term.weight)) != rule:
+            raise ProofFailure(
+                f"{m!r}: node_variance({term.scale}) = "
+                f"{m.node_variance(term.scale, Fraction(term.weight))} ≠ |w|Δb/(2ρ) = {rule}"
+            )
+    terms, how = _declared_terms(m)
+    l1 = sp.Integer(0)
+    l2 = sp.Integer(0)
+    for term in terms:
+        weight = SYMBOLIC.number(term.weight)
+        scale = SYMBOLIC.number(term.scale)
+        members = SYMBOLIC.number(term.membership)
+        sigma2 = weight * Delta * scale / (2 * rho)  # the declared node variance
+        l1 += members * Delta / scale
+        l2 += (members / weight) * (weight * Delta) ** 2 / sigma2
+    check_identity(l2, 2 * rho * l1, "Σ_k (m_k/w_k)(w_kΔ)²/σ_k² = 2ρ·Σ_k m_kΔ/b_k")
+    l1 = sp.simplify(l1)
+    if sp.simplify(l1 - 1) == 0:
+        exact = m.base == 1
+        relation = "=" if exact else "≤"
+        detail = f"declared L1 budget at ε = 1 is 1; {how}"
+        if not exact:
+            detail += "; γ < 1: the true L2 weights γ^{2d} ≤ γ^d (node rule)"
+        return proven(f"L2 sum {relation} 2ρ", detail, value="2ρ")
+    check_sign(1 - l1, "nonnegative", "declared L1 budget at ε = 1 is ≤ 1")
+    return proven("L2 sum ≤ 2ρ", f"declared L1 budget at ε = 1 is {l1} ≤ 1; {how}")
+
+
+def zcdp_instances(cls: type[Any]) -> list[tuple[Example, Callable[[int], Mechanism]]]:
+    """The class's zCDP examples (or its first example built with ρ), as builders of T."""
+    chosen = [e for e in cls.examples if e.privacy == "zcdp"] or list(cls.examples[:1])
+    out: list[tuple[Example, Callable[[int], Mechanism]]] = []
+    for ex in chosen:
+
+        def build(horizon: int, ex: Example = ex) -> Mechanism:
+            kw = ex.kwargs(cls, horizon)
+            kw.pop("noise", None)
+            made: Mechanism = cls(rho=RHO, **kw)
+            return made
+
+        out.append((ex, build))
+    return out
+
+
+def _twin(m: Mechanism, cls: type[Any], ex: Example, horizon: int) -> Mechanism:
+    kw = ex.kwargs(cls, horizon)
+    kw.pop("noise", None)
+    twin: Mechanism = cls(epsilon=m.design_epsilon, **kw)
+    return twin
+
+
+def _exhaustive(cls: type[Any], limit: int) -> Outcome:
+    top = min(limit, EXHAUSTIVE_T)
+    count = 0
+    for ex, build in zcdp_instances(cls):
+        built: dict[str, Mechanism] = {}
+        # an optimised level budget runs a numerical optimiser per T: its plans to T ≤ 16
+        optimised = ex.params.get("budget") in ("mean", "max")
+        for horizon in range(1, (min(top, 16) if optimised else top) + 1):
+            try:
+                m = (
+                    build(horizon)
+                    if "horizon" in ex.kwargs(cls, 1)
+                    else built.setdefault("m", build(horizon))
+                )
+            except DprefError as exc:
+                raise ProofFailure(f"{cls.__name__} T={horizon}: {exc}") from None
+            plan = m.plan(horizon)
+            # the plan declares what the mechanism declares: ρ itself, or (SmoothBinary at
+            # some T) the smaller ρ it really spends
+            if (
+                plan.noise_family != "gaussian"
+                or m.rho != RHO
+                or plan.declared_rho != (m.declared_rho)
+            ):
+                raise ProofFailure(f"{m!r}: the plan is not a Gaussian plan at ρ = {RHO}")
+            l2 = plan.privacy_sum()
+            l1 = _twin(m, cls, ex, horizon).plan(horizon).privacy_sum()
+            if l2 > 2 * RHO:
+                raise ProofFailure(f"{m!r} T={horizon}: L2 sum {l2} > 2ρ")
+            if (m.base == 1 and l2 != 2 * RHO * l1) or l2 > 2 * RHO * l1:
+                raise ProofFailure(f"{m!r} T={horizon}: L2 sum {l2} vs 2ρ·L1 = {2 * RHO * l1}")
+            count += 1
+    return checked(
+        "T",
+        top,
+        "plan L2 sum = 2ρ·(L1 sum at ε = 1) (γ = 1; ≤ for γ < 1) ≤ 2ρ",
+        f"{count} exact Gaussian plans at ρ = {RHO}",
+    )
+
+
+def gaussian_claims(cls: type[Any], limit: int) -> list[ClaimResult]:
+    """The Gaussian-budget claims of one mechanism class (see the module docstring)."""
+    name = label(cls)
+    instances = zcdp_instances(cls)
+    if not instances:
+        return [
+            run_claim(name, "zCDP budget", lambda: _fail(f"{cls.__name__} declares no examples"))
+        ]
+    m = instances[0][1](16)
+    return [
+        run_claim(name, "zCDP node rule", _node_rule),
+        run_claim(name, "zCDP budget", lambda: _gaussian_budget(m)),
+        run_claim(name, "zCDP budget = plans(T)", lambda: _exhaustive(cls, limit)),
+    ]
+
+
+def _fail(why: str) -> Outcome:
+    raise ProofFailure(why)
