@@ -24,6 +24,7 @@ inside the functions that start or join a cluster.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import logging
 import re
@@ -363,7 +364,7 @@ def _distributed(name: str, value: Any) -> Any:
 
 
 # ------------------------------------------------------------------ executors
-class Executor:
+class Executor(abc.ABC):
     """Runs shard tasks and yields their summaries in shard order."""
 
     workers: int | None = None
@@ -371,6 +372,7 @@ class Executor:
     sequential: bool = True
     """The shards run in this process, on the caller's live target."""
 
+    @abc.abstractmethod
     def results(
         self,
         local: Callable[[int], Any],
@@ -380,10 +382,10 @@ class Executor:
     ) -> Iterator[Any]:
         """The summary of each task, in order: ``local(i)`` in this process, or
         ``remote(*shared, *tasks[i])`` on the cluster."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def close(self) -> None:
-        """Release the cluster (nothing for the sequential executor)."""
+        """Release the cluster, if any."""
 
 
 class Sequential(Executor):
@@ -399,6 +401,9 @@ class Sequential(Executor):
         """``local(i)`` for each task, lazily (the caller may stop at a failure)."""
         for i in range(len(tasks)):
             yield local(i)
+
+    def close(self) -> None:
+        """Nothing to release: the shards ran in this process."""
 
 
 class DaskExecutor(Executor):
