@@ -9,6 +9,7 @@ hierarchy or the standard one.  Messages name the parameter and its value
 from __future__ import annotations
 
 __all__ = [
+    "ClusterError",
     "DomainError",
     "DprefError",
     "DprefTypeError",
@@ -50,3 +51,7 @@ class PlanCheckError(DprefError, ValueError):
 
 class TargetError(DprefError, ValueError):
     """A third-party audit target could not be loaded or called."""
+
+
+class ClusterError(DprefError, RuntimeError):
+    """A Dask cluster running an audit's shards failed (a lost worker, a task not run)."""

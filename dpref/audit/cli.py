@@ -25,7 +25,14 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from dpref.audit.limits import MAX_HORIZON, MAX_RUNS, MAX_SAMPLES, MAX_TIMEOUT
+from dpref.audit.limits import (
+    CONNECT_TIMEOUT,
+    MAX_HORIZON,
+    MAX_RUNS,
+    MAX_SAMPLES,
+    MAX_TIMEOUT,
+    MAX_WORKERS,
+)
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
@@ -185,7 +192,7 @@ def _check_exact_options(args: argparse.Namespace) -> None:
     """Every option given to ``dpref audit --exact`` must be used by it: it samples
     nothing and builds no reference."""
     _check_foreign(args, "audit")
-    for name in ("samples", "confidence", "pair", "events", "reference"):
+    for name in ("samples", "confidence", "pair", "events", "reference", "workers", "scheduler"):
         if getattr(args, name, None) is not None:
             raise ParameterError(
                 f"{_flag(name)}={getattr(args, name)}: not used by --exact (the exact audit "
@@ -203,7 +210,12 @@ def _check_conform_options(args: argparse.Namespace) -> None:
     _check_foreign(args, "conform")
     blackbox = args.target not in mechanism_names()
     if args.reference is None:
-        for name, value in (("runs", args.runs), ("false_alarm", args.false_alarm)):
+        for name, value in (
+            ("runs", args.runs),
+            ("false_alarm", args.false_alarm),
+            ("workers", args.workers),
+            ("scheduler", args.scheduler),
+        ):
             if value is not None:
                 raise ParameterError(
                     f"{_flag(name)}={value}: applies only with --reference (the "
@@ -220,6 +232,22 @@ def _check_conform_options(args: argparse.Namespace) -> None:
         what = "the reference's" if args.reference is not None else "the built-in target's"
         raise ParameterError(f"epsilon=None: give --epsilon ({what} ε)")
     _fill_defaults(args)
+
+
+def _check_cluster_flags(args: argparse.Namespace) -> None:
+    """``--workers`` / ``--scheduler``: valid, not both, Dask installed — before the target
+    is loaded or anything is sampled."""
+    from dpref.audit.cluster import check_cluster, option_names
+
+    with option_names("--workers", "--scheduler"):
+        check_cluster(args.workers, args.scheduler)
+
+
+def _flag_names() -> Any:
+    """Errors about ``workers`` / ``scheduler`` raised inside the run name the flags."""
+    from dpref.audit.cluster import option_names
+
+    return option_names("--workers", "--scheduler")
 
 
 def _need_horizon(args: argparse.Namespace) -> int:
@@ -255,6 +283,20 @@ def _common(p: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         help="longest a single call of the target may run, seconds (default 60, at most 86400)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help=f"sample on a local Dask cluster of N worker processes (1 to {MAX_WORKERS}; "
+        "pip install 'dpref[cluster]'); the result is the one the in-process run gives",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="sample on the existing Dask cluster at ADDRESS (tcp://host:8786); "
+        f"refused if it does not answer within {CONNECT_TIMEOUT:g} s",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
@@ -353,27 +395,31 @@ def run_audit(args: argparse.Namespace) -> int:
 
     T = _need_horizon(args)
     _check_audit_options(args)
+    _check_cluster_flags(args)
     target = _target(args)
     reference = _mechanism_named(args, args.reference) if args.reference else None
     domain = None
     if target.mechanism is None and reference is None:
         domain = parse_domain(args.domain, args.neighbours)
     pairs = [_parse_pair(t) for t in args.pair] if args.pair else None
-    report = audit(
-        target,
-        horizon=T,
-        epsilon=args.epsilon,
-        samples=args.samples,
-        confidence=args.confidence,
-        seed=args.seed,
-        pairs=pairs,
-        domain=domain,
-        reference=reference,
-        events=args.events,
-        exact=not args.no_exact,
-        timeout=args.timeout,
-        progress=not args.json,
-    )
+    with _flag_names():
+        report = audit(
+            target,
+            horizon=T,
+            epsilon=args.epsilon,
+            samples=args.samples,
+            confidence=args.confidence,
+            seed=args.seed,
+            pairs=pairs,
+            domain=domain,
+            reference=reference,
+            events=args.events,
+            exact=not args.no_exact,
+            timeout=args.timeout,
+            progress=not args.json,
+            workers=args.workers,
+            scheduler=args.scheduler,
+        )
     return _emit(args, report, report.exit_code)
 
 
@@ -384,22 +430,26 @@ def run_conform(args: argparse.Namespace) -> int:
     _check_ranges(args)
     T = _need_horizon(args)
     _check_conform_options(args)
+    _check_cluster_flags(args)
     target = _target(args)
     reference = _mechanism_named(args, args.reference) if args.reference else None
     domain = None
     if reference is None and target.mechanism is None:
         domain = parse_domain(args.domain, args.neighbours)
-    report = conform(
-        target,
-        reference,
-        horizon=T,
-        runs=args.runs,
-        alpha=args.false_alarm,
-        seed=args.seed,
-        domain=domain,
-        timeout=args.timeout,
-        progress=not args.json,
-    )
+    with _flag_names():
+        report = conform(
+            target,
+            reference,
+            horizon=T,
+            runs=args.runs,
+            alpha=args.false_alarm,
+            seed=args.seed,
+            domain=domain,
+            timeout=args.timeout,
+            progress=not args.json,
+            workers=args.workers,
+            scheduler=args.scheduler,
+        )
     return _emit(args, report, report.exit_code)
 
 

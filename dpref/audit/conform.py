@@ -53,6 +53,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpref.audit import cluster as cluster_module
+from dpref.audit.cluster import (
+    Executor,
+    RowsShard,
+    TargetRecipe,
+    check_cluster,
+    check_sendable,
+    open_executor,
+    remote_rows,
+    root_seed,
+    sample_rows,
+    shard_layout,
+    shard_seed,
+)
 from dpref.audit.conform_checks import (
     Check,
     _noise_checks,
@@ -241,6 +255,8 @@ def conform(
     domain: Domain | None = None,
     timeout: float | None = 60.0,
     progress: bool = False,
+    workers: Any = None,
+    scheduler: Any = None,
 ) -> ConformReport:
     """Check that ``target`` behaves like ``reference`` at horizon T (see module doc).
 
@@ -273,8 +289,24 @@ def conform(
         Longest a single target call may run (seconds).
     progress
         tqdm progress bar on stderr for long runs.
+    workers
+        Make the runs on a local Dask cluster of this many worker processes (1 to
+        :data:`~dpref.audit.limits.MAX_WORKERS`; needs ``dpref[cluster]``; only with a
+        reference).
+    scheduler
+        Make them on the existing Dask cluster at this address; at most one of
+        ``workers`` and ``scheduler``.  The runs are drawn in shards whose seeds depend on
+        the seed and ``runs`` only (:mod:`dpref.audit.cluster`), so the report is the one
+        the in-process run gives.
     """
     start = time.perf_counter()
+    cluster = check_cluster(workers, scheduler)
+    if not cluster.sequential and reference is None:
+        name, value = ("workers", workers) if workers is not None else ("scheduler", scheduler)
+        raise ParameterError(
+            f"{name}={fmt(value)}: applies only with a reference (the reference-free checks "
+            "make a few calls, in this process's worker)"
+        )
     tgt, T, n, a, dom = _conform_options(
         target,
         reference,
@@ -284,6 +316,7 @@ def conform(
         domain=domain,
         timeout=timeout,
     )
+    check_sendable(tgt, cluster)
     gen = seeded(seed)
     x = _test_stream(stream, T, dom, gen)
     checks = [_crashes(tgt, T, dom, gen)]
@@ -291,9 +324,11 @@ def conform(
         checks.append(_causality(tgt, x, dom, gen))
         return _conform_report(tgt, None, T, 0, 0.0, checks, None, seed, start)
     a_stat = a / _N_STAT_CHECKS
-    bar = Progress(total=n, enabled=progress, unit="runs")
-    Y = _main_sample(tgt, x, n, gen, bar)
-    bar.close()
+    root = root_seed(gen)
+    with open_executor(cluster) as executor:
+        bar = Progress(total=n, enabled=progress, unit="runs")
+        Y = _main_sample(tgt, x, n, root, executor, bar)
+        bar.close()
     checks.append(_causality(tgt, x, dom, gen))
     if isinstance(Y, Finding):
         stat = _StatChecks.not_run(Y, a_stat)
@@ -524,13 +559,39 @@ def _crashes(tgt: Target, T: int, domain: Domain, gen: np.random.Generator) -> C
 
 
 def _main_sample(
-    tgt: Target, x: FloatArray, n: int, gen: np.random.Generator, bar: Progress
+    tgt: Target,
+    x: FloatArray,
+    n: int,
+    root: np.random.SeedSequence,
+    executor: Executor,
+    bar: Progress,
 ) -> FloatArray | Finding:
-    """``n`` runs of the target on the test stream, or what went wrong."""
-    try:
-        return tgt.sample(x, n, gen, bar.update)
-    except TargetFailure as exc:
-        return exc.finding
+    """``n`` runs of the target on the test stream, or what went wrong.
+
+    The runs are :func:`~dpref.audit.cluster.shard_layout` shards of
+    :data:`~dpref.audit.cluster.SHARD_RUNS`, shard ``i`` drawn from
+    :func:`~dpref.audit.cluster.shard_seed` ``(root, 0, i)`` and concatenated in order
+    (the statistical checks need every row); the first failed shard ends the sample.
+    """
+    layout = shard_layout(n, cluster_module.SHARD_RUNS)
+    tasks = [(x, shard_seed(root, 0, i), size) for i, size in enumerate(layout)]
+
+    def local(k: int) -> RowsShard:
+        stream, seed, size = tasks[k]
+        return sample_rows(tgt, stream, seed, size, bar.update)
+
+    rows: list[FloatArray] = []
+    for summary in executor.results(local, remote_rows, (TargetRecipe.of(tgt),), tasks):
+        shard: RowsShard = summary
+        if not executor.sequential:  # the live target recorded them itself
+            for f in shard.findings:
+                tgt.record(f)
+            bar.update(shard.rows.shape[0])
+        if shard.failure is not None:
+            return shard.failure
+        rows.append(shard.rows)
+    Y: FloatArray = np.concatenate(rows, axis=0)
+    return Y
 
 
 @dataclass(frozen=True)

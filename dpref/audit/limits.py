@@ -16,12 +16,14 @@ from dpref.errors import ParameterError
 from dpref.validation import fmt
 
 __all__ = [
+    "CONNECT_TIMEOUT",
     "MAX_CHECKS",
     "MAX_EXACT_HORIZON",
     "MAX_HORIZON",
     "MAX_RUNS",
     "MAX_SAMPLES",
     "MAX_TIMEOUT",
+    "MAX_WORKERS",
 ]
 
 MAX_SAMPLES = 10**9
@@ -38,6 +40,12 @@ MAX_CHECKS = 1000
 """Largest number of random verification points of an exact audit (default 4)."""
 MAX_TIMEOUT = 86_400.0
 """Largest per-call timeout, seconds (one day per call of the target)."""
+MAX_WORKERS = 64
+"""Largest number of worker processes of a local Dask cluster (``workers=``/``--workers``);
+beyond the cores of one machine more processes only add start-up time and memory."""
+CONNECT_TIMEOUT = 10.0
+"""Longest wait, in seconds, for an existing Dask scheduler (``scheduler=``/``--scheduler``)
+to answer before the run is refused: an unreachable address is an error, never a hang."""
 
 
 def refuse_zcdp(name: str, mechanism: Any) -> None:

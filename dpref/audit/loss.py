@@ -56,6 +56,19 @@ from dpref.audit.audit_report import (
     NeighbourPair,
     _num,
 )
+from dpref.audit.cluster import (
+    CountShard,
+    Executor,
+    TargetRecipe,
+    check_cluster,
+    check_sendable,
+    count_events,
+    open_executor,
+    remote_count,
+    root_seed,
+    shard_layout,
+    shard_seed,
+)
 from dpref.audit.events import (
     ConjunctionEvent,
     LikelihoodRatioEvent,
@@ -109,7 +122,6 @@ _FEATURE_BUDGET = 24_000_000
 """Cap on selection samples × features per stream (memory of the selection step)."""
 _MAX_SELECTION = 50_000
 """Cap on selection samples per stream: enough to rank events; the rest go to the test."""
-_TEST_CHUNK = 1 << 16
 _PLAN_MAX_HORIZON = 1024
 """Largest T for the plan-aware event (its recovery matrix is dense, T × T)."""
 
@@ -233,6 +245,8 @@ def audit(
     selection_fraction: float = 0.2,
     timeout: float | None = 60.0,
     progress: bool = False,
+    workers: Any = None,
+    scheduler: Any = None,
 ) -> AuditReport:
     """Lower-bound the privacy loss of ``target`` on neighbouring streams of length T.
 
@@ -268,8 +282,18 @@ def audit(
         Longest a single target call may run (seconds).
     progress
         Show a tqdm progress bar on stderr (when installed and the run is long).
+    workers
+        Draw the test split on a local Dask cluster of this many worker processes
+        (1 to :data:`~dpref.audit.limits.MAX_WORKERS`; needs ``dpref[cluster]``).
+    scheduler
+        Draw it on the existing Dask cluster at this address (``tcp://host:port``); at
+        most one of ``workers`` and ``scheduler``.  Either way the report is the one the
+        default, in-process run gives for the same seed and samples (the test split's
+        shards and their seeds depend on the seed and ``samples`` only;
+        :mod:`dpref.audit.cluster`).
     """
     start = time.perf_counter()
+    cluster = check_cluster(workers, scheduler)
     exact = check_flag("exact", exact)
     opts = _audit_options(
         target,
@@ -283,25 +307,28 @@ def audit(
         selection_fraction=selection_fraction,
         timeout=timeout,
     )
+    check_sendable(opts.tgt, cluster)
     gen = seeded(seed)
     pair_list = _neighbour_pairs(opts, pairs, gen)
     families = _event_families(opts)
     split = _split(opts, families)
     streams = _distinct_streams(pair_list)
-    bar = Progress(
-        total=len(streams) * split.n_sel + 2 * split.n_test, enabled=progress, unit="samples"
-    )
-    selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar)
-    failed = len(streams) - len(selection)
-    candidates = _select_events(pair_list, selection, families, split, gen)
-    del selection
-    chosen, family = _choose_pair(candidates, pair_list, families)
-    results: list[EventResult] = []
-    if chosen is not None:
-        results = _test(opts.tgt, chosen, family, split.n_test, split.a_each, gen, bar)
-        if not results and family:  # the target failed on the test split
-            failed = max(failed, 1)
-    bar.close()
+    with open_executor(cluster) as executor:  # started once every option is valid
+        bar = Progress(
+            total=len(streams) * split.n_sel + 2 * split.n_test, enabled=progress, unit="samples"
+        )
+        selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar)
+        failed = len(streams) - len(selection)
+        candidates = _select_events(pair_list, selection, families, split, gen)
+        del selection
+        chosen, family = _choose_pair(candidates, pair_list, families)
+        root = root_seed(gen)
+        results: list[EventResult] = []
+        if chosen is not None:
+            results = _test(opts.tgt, chosen, family, split, root, executor, bar)
+            if not results and family:  # the target failed on the test split
+                failed = max(failed, 1)
+        bar.close()
     report = _audit_report(opts, split, pair_list, chosen, results, exact, seed, start)
     report.streams_failed, report.streams_total = failed, len(streams)
     return report
@@ -592,26 +619,43 @@ def _test(
     tgt: Target,
     pair: NeighbourPair,
     family: list[_Candidate],
-    n_test: int,
-    a_each: float,
-    gen: np.random.Generator,
+    split: _Split,
+    root: np.random.SeedSequence,
+    executor: Executor,
     bar: Progress,
 ) -> list[EventResult]:
-    """Evaluate the chosen events on fresh samples of the pair (chunked)."""
-    x = np.asarray(pair.x, dtype=np.float64)
-    x2 = np.asarray(pair.x_prime, dtype=np.float64)
+    """Count the chosen events on fresh samples of the pair, shard by shard.
+
+    Side ``s`` (0: x, 1: x′) is cut into :func:`~dpref.audit.cluster.shard_layout` shards,
+    shard ``i`` drawn from :func:`~dpref.audit.cluster.shard_seed` ``(root, s, i)``; the
+    counts are summed and the findings merged in shard order, and the first shard the
+    target failed on ends the test (no result), wherever the shards ran.
+    """
+    n_test, a_each = split.n_test, split.a_each
+    sides = (np.asarray(pair.x, dtype=np.float64), np.asarray(pair.x_prime, dtype=np.float64))
+    events = [cand.scored.event for cand in family]
+    layout = shard_layout(n_test)
+    tasks = [
+        (sides[side], shard_seed(root, side, i), size)
+        for side in (0, 1)
+        for i, size in enumerate(layout)
+    ]
+
+    def local(k: int) -> CountShard:
+        stream, seed, size = tasks[k]
+        return count_events(tgt, stream, events, seed, size, bar.update)
+
     counts = np.zeros((len(family), 2), dtype=np.int64)  # [event, x / x′]
-    for side, s in enumerate((x, x2)):
-        done = 0
-        while done < n_test:
-            k = min(_TEST_CHUNK, n_test - done)
-            try:
-                Y = tgt.sample(s, k, gen, bar.update)
-            except TargetFailure:
-                return []
-            for e, cand in enumerate(family):
-                counts[e, side] += int(np.count_nonzero(cand.scored.event.indicator(Y)))
-            done += k
+    shared = (TargetRecipe.of(tgt), events)
+    for k, summary in enumerate(executor.results(local, remote_count, shared, tasks)):
+        shard: CountShard = summary
+        if not executor.sequential:  # the live target recorded them itself
+            for f in shard.findings:
+                tgt.record(f)
+            bar.update(shard.samples)
+        if shard.failure is not None:
+            return []
+        counts[:, k // len(layout)] += shard.counts
     out = []
     for e, cand in enumerate(family):
         cx, cx2 = int(counts[e, 0]), int(counts[e, 1])
