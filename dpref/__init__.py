@@ -20,6 +20,7 @@ from dpref.errors import (
 from dpref.lazy import lazy_exports
 from dpref.lower_bounds import lower_bound
 from dpref.mechanisms import (
+    BLT,
     MECHANISMS,
     AllWindowSum,
     Binary,
@@ -32,6 +33,7 @@ from dpref.mechanisms import (
     PolynomialSum,
     SimpleI,
     SimpleII,
+    SqrtFactorization,
     TwoLevel,
     WindowSum,
 )
@@ -61,6 +63,7 @@ _HOME = {
 __version__ = "0.1.0"
 
 __all__ = [
+    "BLT",
     "MECHANISMS",
     "AllWindowSum",
     "Binary",
@@ -82,6 +85,7 @@ __all__ = [
     "PrivateQuantiles",
     "SimpleI",
     "SimpleII",
+    "SqrtFactorization",
     "StreamingSanitizer",
     "ThresholdSanitizer",
     "TwoLevel",

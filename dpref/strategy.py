@@ -66,6 +66,7 @@ __all__ = [
     "ScaledSeq",
     "ToeplitzPlan",
     "convolution_mismatch",
+    "dense_mismatch",
     "target_coefficients",
 ]
 
@@ -295,6 +296,14 @@ def convolution_mismatch(
     """
     n = len(target)
     a, b = list(a[:n]), list(b[:n])
+    if min(len(a), len(b)) <= 32:  # one short factor: O(n·short) directly
+        short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+        nz = [(j, v) for j, v in enumerate(short) if v]
+        for k in range(n):
+            s = sum(v * long_[k - j] for j, v in nz if 0 <= k - j < len(long_))
+            if s != target[k]:
+                return k, s
+        return None
     if n <= DIRECT_LIMIT:
         for k in range(n):
             s = sum(a[j] * b[k - j] for j in range(max(0, k - len(b) + 1), min(k, len(a) - 1) + 1))
@@ -381,19 +390,19 @@ class _StrategyChecks:
         raise NotImplementedError
 
     @property
-    def privacy_bound(self) -> Fraction:
-        """What the privacy sum may reach: ε (Laplace) or 2ρ (Gaussian)."""
+    def privacy_bound(self) -> Fraction | None:
+        """What the privacy sum may reach: ε (Laplace) or 2ρ (Gaussian); None: undeclared."""
         if self.noise_family == "gaussian":
-            assert self.declared_rho is not None
-            return 2 * self.declared_rho
-        assert self.declared_epsilon is not None
+            return None if self.declared_rho is None else 2 * self.declared_rho
         return self.declared_epsilon
 
     def check_privacy(self) -> tuple[PlanCheck, Fraction]:
         """The L1 (Laplace) or L2 (Gaussian) privacy sum is at most ε or 2ρ, and equals the
-        expected sum when one is known."""
+        expected sum when one is known (a plan that declares no budget only reports it)."""
         total = self.privacy_sum()
         bound = self.privacy_bound
+        if bound is None:
+            return PlanCheck("privacy", True, f"privacy sum {_show(total)} (no budget declared)"), total
         ok = total <= bound
         if self.noise_family == "gaussian":
             detail = f"max_i Σ_n C_ni²Δ²/σ_n² = {_show(total)} (declared 2ρ = {_show(bound)})"
@@ -435,8 +444,10 @@ class _StrategyChecks:
                             f"{_show(plan_var[bad - 1])}",
                         )
                     )
-        declared = self.declared_epsilon if self.declared_epsilon is not None else self.privacy_bound
-        return PlanReport(self.name, self.horizon, tuple(checks), total, declared)
+        declared = self.privacy_bound
+        return PlanReport(
+            self.name, self.horizon, tuple(checks), total, total if declared is None else declared
+        )
 
     def variance(self) -> FloatArray:
         """Per-step variance as floats (nearest)."""
@@ -474,6 +485,9 @@ class ToeplitzPlan(_StrategyChecks):
     """None: prefix sums; W: window sums of width W."""
     expected_privacy_sum: Fraction | None = None
     """When known, the exact privacy sum this T must reach."""
+    strategy_values: ScaledSeq | None = None
+    """When ``strategy`` is a generating function: its coefficients in a cheaper exact form
+    (checked against the generating function by :meth:`check_unbiased`)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.horizon <= MAX_TOEPLITZ:
@@ -490,6 +504,8 @@ class ToeplitzPlan(_StrategyChecks):
     @cached_property
     def strategy_seq(self) -> ScaledSeq:
         """c_0 … c_{T−1}, exact."""
+        if self.strategy_values is not None:
+            return self.strategy_values.truncate(self.horizon)
         return _materialise(self.strategy, self.horizon)
 
     @cached_property
@@ -517,6 +533,10 @@ class ToeplitzPlan(_StrategyChecks):
         """``b(x)c(x) ≡ q(x) mod x^T`` exactly (polynomial identity for two generating
         functions; else the integer convolution of the scaled numerators)."""
         if isinstance(self.strategy, RationalGF) and isinstance(self.decoder, RationalGF):
+            if self.strategy_values is not None:
+                bad = _gf_mismatch(self.strategy, self.strategy_values.truncate(self.horizon))
+                if bad is not None:
+                    return PlanCheck("unbiased", False, bad)
             q = _target_gf(self.window)
             lhs = _poly_trim(_poly_mul(_poly_mul(self.strategy.num, self.decoder.num), q.den))
             rhs = _poly_trim(_poly_mul(_poly_mul(self.strategy.den, self.decoder.den), q.num))
@@ -627,6 +647,37 @@ class ToeplitzPlan(_StrategyChecks):
         return np.asarray(self.R() @ noisy.T, dtype=np.float64).T
 
 
+def _gf_mismatch(gf: RationalGF, seq: ScaledSeq) -> str | None:
+    """Whether ``den(x)·s(x) ≡ num(x) mod x^T`` fails for the given coefficients (then they
+    are not the generating function's): a short exact convolution."""
+    den = ScaledSeq.from_fractions(gf.den)
+    base = seq.base
+    T = len(seq)
+    scale = seq.denom * den.denom
+    target = []
+    f = scale
+    for k in range(T):
+        target.append(int(gf.num[k] * f) if k < len(gf.num) else 0)
+        f *= base
+    nums_den = den.rebased(base) if base % den.base == 0 else None
+    if nums_den is None or any(
+        (gf.num[k] * scale * base**k).denominator != 1 for k in range(min(T, len(gf.num)))
+    ):
+        # general fallback: exact Fractions
+        vals = seq.fractions()
+        for k in range(T):
+            acc = sum((gf.den[j] * vals[k - j] for j in range(min(k, len(gf.den) - 1) + 1)),
+                      Fraction(0))
+            want = gf.num[k] if k < len(gf.num) else Fraction(0)
+            if acc != want:
+                return f"coefficient c_{k} is not that of the generating function"
+        return None
+    found = convolution_mismatch(nums_den, seq.nums, target)
+    if found is not None:
+        return f"coefficient c_{found[0]} is not that of the generating function"
+    return None
+
+
 def _materialise(seq: ScaledSeq | RationalGF, horizon: int) -> ScaledSeq:
     if isinstance(seq, RationalGF):
         return seq.expand(horizon)
@@ -642,15 +693,14 @@ def _toeplitz_sparse(coef: FloatArray, horizon: int) -> sp.csr_matrix:
     return sp.csr_matrix((coef[rows - cols], (rows, cols)), shape=(horizon, horizon))
 
 
-def _check_family(
-    family: str, epsilon: Fraction | None, rho: Fraction | None
-) -> None:
+def _check_family(family: str, epsilon: Fraction | None, rho: Fraction | None) -> None:
+    """The noise family and the declared budget match (a plan may declare none)."""
     if family not in ("laplace", "gaussian"):
         raise ParameterError(f"noise_family={family!r}: must be 'laplace' or 'gaussian'")
-    if family == "laplace" and (epsilon is None or rho is not None):
-        raise ParameterError(f"noise_family='laplace': needs declared_epsilon, got rho={rho}")
-    if family == "gaussian" and (rho is None or epsilon is not None):
-        raise ParameterError(f"noise_family='gaussian': needs declared_rho, got epsilon={epsilon}")
+    if family == "laplace" and rho is not None:
+        raise ParameterError(f"declared_rho={rho}: a Laplace plan declares an ε, not a ρ")
+    if family == "gaussian" and epsilon is not None:
+        raise ParameterError(f"declared_epsilon={epsilon}: a Gaussian plan declares a ρ, not ε")
 
 
 def _noise_float(value: Fraction, family: str) -> float:
@@ -754,7 +804,7 @@ class DensePlan(_StrategyChecks):
 
     def check_unbiased(self) -> PlanCheck:
         """``B·C = Q`` exactly (modular arithmetic with a CRT bound, see module docs)."""
-        found = _dense_mismatch(self.decoder, self.strategy, self.window)
+        found = dense_mismatch(self.decoder, self.strategy, self.window)
         if found is None:
             return PlanCheck("unbiased", True, f"B·C = Q exactly ({self.horizon} × {self.horizon})")
         t, i, got, want = found
@@ -858,7 +908,7 @@ def _modmatmul(a: npt.NDArray[Any], b: npt.NDArray[Any], p: int) -> IntArray:
     return out
 
 
-def _dense_mismatch(
+def dense_mismatch(
     decoder: Sequence[Sequence[Fraction]],
     strategy: Sequence[Sequence[Fraction]],
     window: int | None,

@@ -181,7 +181,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("dpref.errors",),
     ("dpref.validation", "dpref.plugins", "dpref.caching", "dpref.lazy"),
     ("dpref.rigorous", "dpref.noise", "dpref.dyadic"),
-    ("dpref.domains", "dpref.plan", "dpref.lower_bounds", "dpref.sensitivity"),
+    ("dpref.domains", "dpref.plan", "dpref.strategy", "dpref.lower_bounds", "dpref.sensitivity"),
     ("dpref.mechanisms",),
     ("dpref.registry", "dpref.golden", "dpref.frontier"),
     (
@@ -191,6 +191,7 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",
+        "proofs.factorization",
         "proofs.trees",
         "proofs.registry",
         "proofs.sanitize",
