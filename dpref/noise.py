@@ -1,4 +1,4 @@
-"""Noise for linear plans: continuous Laplace, exact discrete Laplace, injected noise.
+"""Noise for linear plans: Laplace and Gaussian, continuous and exact discrete, injected.
 
 All randomness comes from a :class:`numpy.random.Generator` (NEP 19); dpref never
 touches global random state.  Node noise is drawn in the plan's canonical node
@@ -11,19 +11,26 @@ order (docs/spec.md §0), one draw per node, so a seed fixes every node's noise.
   ``P[Z = z] ∝ exp(−|z|/b)`` on the integers, sampled exactly (no floating point)
   with Algorithm 2 of Canonne, Kamath and Steinke (2020) from the Generator's
   uniform integers.
+* **Continuous Gaussian** ``N(0, σ²)``: node ``n`` gets ``σ_n · G_n`` where ``G_n`` are
+  standard normal draws ``rng.standard_normal`` in canonical order and ``σ_n`` is the
+  exact rational variance's square root rounded up to a float.
+* **Exact discrete Gaussian** ``N_Z(0, σ²)`` with rational ``σ²``:
+  ``P[Z = z] ∝ exp(−z²/(2σ²))`` on the integers, sampled exactly by rejection from the
+  exact discrete Laplace (Algorithm 3 of Canonne, Kamath and Steinke 2020).
 * **Injected noise**: an explicit array, in canonical node order, of the noise
   values themselves (already scaled).
 
 References
 ----------
 .. [1] C. Canonne, G. Kamath, T. Steinke. "The Discrete Gaussian for Differential
-   Privacy." NeurIPS 2020, Algorithm 2.
+   Privacy." NeurIPS 2020, Algorithms 1–3.
 .. [2] I. Mironov. "On Significance of the Least Significant Bits for Differential
    Privacy." CCS 2012.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
@@ -31,21 +38,33 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.errors import DprefTypeError, ParameterError
-from dpref.validation import fmt
+from dpref.validation import ceil_float, fmt
 
 __all__ = [
+    "NOISE_KINDS",
+    "NoiseFamily",
     "NoiseKind",
     "RngLike",
     "bernoulli_exp_neg",
+    "discrete_gaussian",
+    "discrete_gaussian_variance",
     "discrete_laplace",
     "discrete_laplace_variance",
     "laplace_variance",
     "make_rng",
+    "noise_family",
     "standard_laplace",
+    "standard_normal",
     "uniform_below",
 ]
 
-NoiseKind = Literal["laplace", "discrete"]
+NoiseKind = Literal["laplace", "discrete", "gaussian", "discrete_gaussian"]
+"""A node-noise distribution: ``"laplace"`` and ``"discrete"`` (exact discrete Laplace) for
+pure ε-DP, ``"gaussian"`` and ``"discrete_gaussian"`` (exact) for ρ-zCDP."""
+NoiseFamily = Literal["laplace", "gaussian"]
+"""The accounting a noise kind belongs to: L1 (pure ε) or L2 (ρ-zCDP)."""
+NOISE_KINDS: tuple[NoiseKind, ...] = ("laplace", "discrete", "gaussian", "discrete_gaussian")
+"""Every accepted noise kind, in the order error messages list them."""
 RngLike: TypeAlias = "np.random.Generator | int | np.integer[Any] | None"
 """What ``rng=`` accepts (NEP 19).  A string, so that defining it does not import
 numpy.random (~25 ms) with ``import dpref``; the first draw does."""
@@ -155,3 +174,115 @@ def discrete_laplace(
     for i in range(size):
         out[i] = _discrete_laplace_one(rng, s, t)
     return out
+
+
+def noise_family(kind: NoiseKind) -> NoiseFamily:
+    """``"gaussian"`` for the Gaussian kinds, ``"laplace"`` for the Laplace kinds."""
+    return "gaussian" if kind in ("gaussian", "discrete_gaussian") else "laplace"
+
+
+def standard_normal(
+    rng: np.random.Generator, size: int | tuple[int, ...]
+) -> npt.NDArray[np.float64]:
+    """Standard normal draws, in C order: the canonical draw of Gaussian node noise.
+
+    Node n then gets ``σ_n · G_n`` with ``σ_n`` the exact variance's square root
+    rounded up to a float (:func:`dpref.validation.ceil_sqrt_float`).
+    """
+    return rng.standard_normal(size)
+
+
+def _check_size(size: Any) -> int:
+    if isinstance(size, bool | np.bool_) or not isinstance(size, int | np.integer):
+        raise DprefTypeError(f"size={fmt(size)}: must be an int")
+    if int(size) < 0:
+        raise ParameterError(f"size={fmt(size)}: must be >= 0")
+    return int(size)
+
+
+def _discrete_gaussian_one(rng: np.random.Generator, sigma2: Fraction, t: int) -> int:
+    """One draw of N_Z(0, σ²): CKS 2020 Algorithm 3 (``t = ⌊σ⌋ + 1``).
+
+    Propose ``Y ~ DLap(t)`` and accept with probability
+    ``exp(−(|Y| − σ²/t)²/(2σ²))``; the accepted Y has law ``∝ exp(−Y²/(2σ²))``.
+    """
+    shift = sigma2 / t
+    two_s2 = 2 * sigma2
+    while True:
+        y = _discrete_laplace_one(rng, 1, t)
+        d = abs(y) - shift
+        if bernoulli_exp_neg(rng, d * d / two_s2):
+            return y
+
+
+def discrete_gaussian(
+    rng: np.random.Generator, sigma2: Fraction, size: int
+) -> npt.NDArray[np.float64]:
+    """``size`` exact draws of the discrete Gaussian ``N_Z(0, σ²)`` (integer-valued).
+
+    ``P[Z = z] = exp(−z²/(2σ²)) / Σ_{y∈ℤ} exp(−y²/(2σ²))`` for a rational ``σ² > 0``.
+    Sampled with no floating point from the Generator's uniform integers: Algorithm 3
+    of Canonne, Kamath and Steinke (2020), rejection from the exact discrete Laplace of
+    integer scale ``t = ⌊σ⌋ + 1`` (``⌊√(p/q)⌋ = isqrt(⌊p/q⌋)``), each proposal accepted
+    with an exact ``Bernoulli(exp(−γ))``.  With an integer-valued query of sensitivity
+    Δ, adding it is ``Δ²/(2σ²)``-zCDP (CKS 2020, Theorem 4), as for ``N(0, σ²)``.
+    Values are returned as float64 (exact for |z| < 2⁵³).  The arguments are checked
+    before any draw (a bad one leaves ``rng`` untouched).
+    """
+    if not isinstance(sigma2, Fraction) or sigma2 <= 0:
+        raise ParameterError(f"sigma2={fmt(sigma2)}: must be a positive Fraction")
+    n = _check_size(size)
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        out[i] = _discrete_gaussian_one(rng, sigma2, t)
+    return out
+
+
+def discrete_gaussian_variance(sigma2: Fraction) -> float:
+    """``Var N_Z(0, σ²)``, a float that is never below the true variance (rigorous).
+
+    The variance ``Σ z² e^{−z²/(2σ²)} / Σ e^{−z²/(2σ²)}`` is irrational; it is enclosed
+    in an interval with mpmath interval arithmetic (100 bits) and the upper end is
+    rounded up to a float:
+
+    * ``σ² < 1``: the two series directly, ``|z| ≤ K`` with ``K = 40`` (σ < 1 puts the
+      first omitted term below ``e^{−800}``), each tail bounded by a geometric series of
+      ratio ``((K+2)/(K+1))² e^{−(2K+3)/(2σ²)}`` started at the first omitted term;
+    * ``σ² ≥ 1``: the Poisson-summation (dual) form
+      ``Var = σ²(1 − 4π²σ²·N/D)``, ``N = 2Σ_{k≥1} k² q^{k²}``, ``D = 1 + 2Σ_{k≥1} q^{k²}``,
+      ``q = e^{−2π²σ²} ≤ e^{−19.7}``; with ``q^{k²} ≤ q^k`` the enclosure
+      ``2q ≤ N ≤ 2q(1+q)/(1−q)³`` and ``1 ≤ D ≤ 1 + 2q/(1−q)`` is tight to ``O(q²)``
+      relative, far below a float's resolution.
+
+    Always ``< σ²`` (CKS 2020, Corollary 9).
+    """
+    if not isinstance(sigma2, Fraction) or sigma2 <= 0:
+        raise ParameterError(f"sigma2={fmt(sigma2)}: must be a positive Fraction")
+    import mpmath  # type: ignore[import-untyped]
+
+    iv = mpmath.ctx_iv.MPIntervalContext()  # a private context: the global one is left alone
+    iv.prec = 100
+    s2 = iv.mpf(sigma2.numerator) / iv.mpf(sigma2.denominator)
+    if sigma2 < 1:
+        K = 40
+        num = iv.mpf(0)
+        den = iv.mpf(1)
+        for z in range(1, K + 1):
+            e = iv.exp(-iv.mpf(z * z) / (2 * s2))
+            num += 2 * z * z * e
+            den += 2 * e
+        first = iv.exp(-iv.mpf((K + 1) ** 2) / (2 * s2))
+        ratio = (iv.mpf(K + 2) / (K + 1)) ** 2 * iv.exp(-iv.mpf(2 * K + 3) / (2 * s2))
+        tail = 2 * (K + 1) ** 2 * first / (1 - ratio)
+        var = num / den + iv.mpf([0, tail.b])
+    else:
+        q = iv.exp(-2 * iv.pi**2 * s2)
+        n_lo, n_hi = 2 * q, 2 * q * (1 + q) / (1 - q) ** 3
+        d_hi = 1 + 2 * q / (1 - q)
+        n = iv.mpf([n_lo.a, n_hi.b])
+        d = iv.mpf([1, d_hi.b])
+        var = s2 * (1 - 4 * iv.pi**2 * s2 * n / d)
+    sign, man, exp, _ = var._mpi_[1]  # the upper end, a raw mpf tuple (exact)
+    upper = Fraction(int(man)) * Fraction(2) ** int(exp) * (-1 if sign else 1)
+    return ceil_float(min(upper, sigma2))

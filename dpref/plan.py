@@ -5,7 +5,9 @@ A continual-release mechanism is a *linear plan*:
 * nodes ``n`` with intervals ``[lo_n, hi_n]`` and weights
   ``a_{n,i} = w_n · γ^{hi_n − i}`` for ``lo_n ≤ i ≤ hi_n`` (γ = 1 for plain counts,
   γ = α for exponential decay);
-* independent noise of scale ``b_n`` added to each node, released at time ``hi_n``;
+* independent noise added to each node, released at time ``hi_n``: Laplace of scale
+  ``b_n`` (``noise_family="laplace"``, pure ε-DP) or Gaussian of variance ``σ_n²``
+  (``noise_family="gaussian"``, ρ-zCDP; docs/gaussian.md);
 * a recombination ``R`` (T × nodes): ``out_t = Σ_n r_{t,n} · noisy_n``;
 * a target ``Q`` (T × T) whose row t is a sum of segments ``coef · γ^{t−i}`` on ``[l, u]``.
 
@@ -18,8 +20,11 @@ The checks are exact (``fractions.Fraction``, never floats):
 2. **causal**: ``r_{t,n} ≠ 0 ⇒ hi_n ≤ t`` (or the node's declared release time, with a causal
    target, for plans that use open nodes);
 3. **private**: ``max_i Σ_n |a_{n,i}|·Δ/b_n`` (basic composition of the nodes' Laplace
-   releases; the L1 sensitivity of the scaled node vector), exactly;
-4. **variance**: ``Var(out_t) = 2 Σ_n r_{t,n}² b_n²``, exactly.
+   releases; the L1 sensitivity of the scaled node vector) ≤ ε, exactly; for Gaussian
+   noise the L2 sum ``max_i Σ_n (a_{n,i}Δ)²/σ_n²`` ≤ 2ρ (the squared L2 sensitivity of
+   the whitened node vector: the release is ``ρ``-zCDP, exactly ``√(2ρ)``-GDP);
+4. **variance**: ``Var(out_t) = 2 Σ_n r_{t,n}² b_n²`` (Laplace) or ``Σ_n r_{t,n}² σ_n²``
+   (Gaussian), exactly.
 
 Exact values are stored compactly as a small table of distinct Fractions plus an
 index array per entry, so plans of ``10⁵`` steps stay cheap.
@@ -32,7 +37,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from math import gcd
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +46,7 @@ if TYPE_CHECKING:  # scipy.sparse costs ~0.2 s to import: loaded where a matrix 
     import scipy.sparse as sp
 
 from dpref.errors import ParameterError, PlanCheckError
-from dpref.validation import ceil_float, fmt_sequence
+from dpref.validation import ceil_float, ceil_sqrt_float, fmt_sequence
 
 __all__ = ["ExactSparse", "LinearPlan", "PlanCheck", "PlanReport", "TargetRows"]
 
@@ -167,9 +172,32 @@ class PlanReport:
     checks: tuple[PlanCheck, ...]
     """Each check's outcome."""
     privacy_sum: Fraction
-    """``max_i Σ_n |a_{n,i}|Δ/b_n``, exact."""
+    """``max_i Σ_n |a_{n,i}|Δ/b_n`` (Laplace) or ``max_i Σ_n (a_{n,i}Δ)²/σ_n²``
+    (Gaussian), exact."""
     declared_epsilon: Fraction
-    """The ε the mechanism declares."""
+    """The ε the mechanism declares (for a Gaussian plan: its design ε, 1)."""
+    noise_family: Literal["laplace", "gaussian"] = "laplace"
+    """``"laplace"`` (the privacy sum is bounded by ε) or ``"gaussian"`` (by 2ρ)."""
+    declared_rho: Fraction | None = None
+    """The ρ a Gaussian plan declares (None for Laplace)."""
+
+    @property
+    def privacy_bound(self) -> Fraction:
+        """What :attr:`privacy_sum` may reach: ε (Laplace) or 2ρ (Gaussian)."""
+        if self.noise_family == "gaussian":
+            assert self.declared_rho is not None
+            return 2 * self.declared_rho
+        return self.declared_epsilon
+
+    def describe(self) -> str:
+        """One line: passed or the failed checks, with the privacy sum and its bound."""
+        what = (
+            f"L2 sum {_show(self.privacy_sum)} (2ρ = {_show(self.privacy_bound)})"
+            if self.noise_family == "gaussian"
+            else f"L1 sum {_show(self.privacy_sum)} (ε = {_show(self.declared_epsilon)})"
+        )
+        state = "passed" if self.passed else "FAILED"
+        return f"{self.mechanism} at T={self.horizon}: {state}; {what}"
 
     @property
     def passed(self) -> bool:
@@ -245,7 +273,8 @@ class LinearPlan:
     weight_idx: IntArray
     """Per node, its weight's index."""
     scale_table: tuple[Fraction, ...]
-    """Distinct noise scales ``b_n`` (Laplace scale)."""
+    """Distinct noise parameters: Laplace scales ``b_n`` (``noise_family="laplace"``) or
+    Gaussian variances ``σ_n²`` (``noise_family="gaussian"``)."""
     scale_idx: IntArray
     """Per node, its scale's index."""
     recombination: ExactSparse
@@ -255,7 +284,8 @@ class LinearPlan:
     sensitivity: Fraction
     """Δ, the event-level sensitivity of one item."""
     declared_epsilon: Fraction
-    """The ε the mechanism declares."""
+    """The ε the mechanism declares; for a Gaussian plan its design ε (1), whose per-node
+    shares ``Δ|w_n|/b_n`` set the node variances (docs/gaussian.md)."""
     base: Fraction = Fraction(1)
     """γ in ``a_{n,i} = w_n γ^{hi_n − i}`` (1 for counts, α for exponential decay)."""
     expected_privacy_sum: Fraction | None = None
@@ -265,8 +295,39 @@ class LinearPlan:
     release: IntArray | None = None
     """Per node, the time its noise is drawn and it is first used, when a mechanism uses
     nodes before their interval ends (``dpref.mechanisms.elders``); None: at ``hi_n``."""
+    noise_family: Literal["laplace", "gaussian"] = "laplace"
+    """``"laplace"``: ``scale_table`` holds Laplace scales and the L1 sum is checked
+    against ε; ``"gaussian"``: it holds variances σ_n² and the L2 sum is checked against
+    2ρ."""
+    declared_rho: Fraction | None = None
+    """The ρ a Gaussian plan declares (required for ``noise_family="gaussian"``)."""
+    noise_kind: str = ""
+    """The node-noise kind when known (``"discrete"`` and ``"discrete_gaussian"`` are
+    integer-valued: they need integer node weights, γ = 1 and an integer Δ)."""
 
     def __post_init__(self) -> None:
+        if self.noise_family not in ("laplace", "gaussian"):
+            raise ParameterError(
+                f"noise_family={self.noise_family!r}: must be 'laplace' or 'gaussian'"
+            )
+        if self.noise_family == "gaussian" and (
+            self.declared_rho is None or not self.declared_rho > 0
+        ):
+            raise ParameterError(
+                f"declared_rho={self.declared_rho!r}: a Gaussian plan needs a rho > 0"
+            )
+        if self.noise_kind in ("discrete", "discrete_gaussian"):
+            fractional = [w for w in self.weight_table if w.denominator != 1]
+            if fractional or self.base != 1 or self.sensitivity.denominator != 1:
+                why = (
+                    f"node weight {fractional[0]}"
+                    if fractional
+                    else (f"base γ={self.base}" if self.base != 1 else f"Δ={self.sensitivity}")
+                )
+                raise ParameterError(
+                    f"noise={self.noise_kind!r}: integer-valued noise needs integer node "
+                    f"values (integer weights, γ = 1, an integer Δ), got {why}"
+                )
         n = self.lo.size
         if not (self.hi.size == n == self.weight_idx.size == self.scale_idx.size):
             raise ParameterError("plan arrays must have one entry per node")
@@ -301,7 +362,9 @@ class LinearPlan:
                     f"{name}={fmt_sequence(idx)}: entries must lie in [0, {len(table)})"
                 )
         if any(b <= 0 for b in self.scale_table):
-            raise ParameterError(f"scale_table={self.scale_table}: scales must be > 0")
+            raise ParameterError(
+                f"scale_table={fmt_sequence(self.scale_table)}: scales (variances) must be > 0"
+            )
         if self.sensitivity < 0:
             raise ParameterError(f"sensitivity={self.sensitivity}: must be >= 0")
         tr = self.target
@@ -324,14 +387,21 @@ class LinearPlan:
         """Number of nodes released up to T."""
         return int(self.lo.size)
 
+    @property
+    def gaussian(self) -> bool:
+        """Whether the nodes get Gaussian noise (``scale_table`` holds variances)."""
+        return self.noise_family == "gaussian"
+
     @cached_property
     def scales(self) -> FloatArray:
-        """Per-node noise scales as floats, each rounded up."""
-        table = np.array([ceil_float(b) for b in self.scale_table], dtype=np.float64)
+        """Per-node noise multipliers as floats, each rounded up: the Laplace scale ``b_n``,
+        or for Gaussian noise the standard deviation ``σ_n = √(σ_n²)``."""
+        up = ceil_sqrt_float if self.gaussian else ceil_float
+        table = np.array([up(b) for b in self.scale_table], dtype=np.float64)
         return table[self.scale_idx]
 
     def scale(self, n: int) -> Fraction:
-        """Exact scale of node n."""
+        """Exact scale (Laplace) or variance (Gaussian) of node n."""
         return self.scale_table[int(self.scale_idx[n])]
 
     def weight(self, n: int) -> Fraction:
@@ -339,8 +409,24 @@ class LinearPlan:
         return self.weight_table[int(self.weight_idx[n])]
 
     def per_node_epsilon(self) -> list[Fraction]:
-        """``ε_n = Δ · max_i |a_{n,i}| / b_n = Δ|w_n|/b_n`` (γ ≤ 1: the max is at i = hi_n)."""
+        """``ε_n = Δ · max_i |a_{n,i}| / b_n = Δ|w_n|/b_n`` (γ ≤ 1: the max is at i = hi_n).
+
+        A Gaussian plan has no per-node ε: :class:`~dpref.errors.ParameterError`
+        (:meth:`per_node_rho` is its twin)."""
+        if self.gaussian:
+            raise ParameterError(
+                "noise_family='gaussian': a Gaussian node has no pure ε; use per_node_rho()"
+            )
         return [abs(self.weight(n)) * self.sensitivity / self.scale(n) for n in range(self.n_nodes)]
+
+    def per_node_rho(self) -> list[Fraction]:
+        """``ρ_n = (Δ · max_i |a_{n,i}|)²/(2σ_n²) = (Δw_n)²/(2σ_n²)`` (Gaussian plans)."""
+        if not self.gaussian:
+            raise ParameterError("noise_family='laplace': a Laplace plan has per_node_epsilon()")
+        return [
+            (self.weight(n) * self.sensitivity) ** 2 / (2 * self.scale(n))
+            for n in range(self.n_nodes)
+        ]
 
     def A(self) -> sp.csr_matrix:
         """The node matrix A (nodes × T) as float64 sparse."""
@@ -545,8 +631,16 @@ class LinearPlan:
         )
 
     def item_privacy_sums(self) -> list[Fraction]:
-        """Per item i: ``Σ_n |a_{n,i}| Δ / b_n``, exact."""
+        """Per item i: ``Σ_n |a_{n,i}| Δ / b_n`` (Laplace) or ``Σ_n (a_{n,i}Δ)²/σ_n²``
+        (Gaussian), exact.
+
+        With γ = 1 each node adds a constant per (weight, scale) pair to every item of its
+        interval: integer counts per pair times exact pair costs (one grouped integer sum).
+        With γ < 1 the term ``c_n γ^{p(hi_n − i)}`` (p = 1, or 2 for the squared Gaussian
+        weights) is ``γ^{−pi}·(c_n γ^{p·hi_n})``: a difference array of exact Fractions.
+        """
         T = self.horizon
+        power = 2 if self.gaussian else 1
         # only the (weight, scale) pairs that occur: with one weight and one scale per
         # instance (PolynomialSum) the full product table is quadratic in the instances
         n_s = len(self.scale_table)
@@ -554,12 +648,19 @@ class LinearPlan:
             self.weight_idx.astype(np.int64) * n_s + self.scale_idx, return_inverse=True
         )
         group = group.reshape(-1)
-        eps_node = [
-            abs(self.weight_table[int(p) // n_s])
-            * self.sensitivity
-            / self.scale_table[int(p) % n_s]
-            for p in pairs
-        ]
+        if self.gaussian:
+            eps_node = [
+                (self.weight_table[int(p) // n_s] * self.sensitivity) ** 2
+                / self.scale_table[int(p) % n_s]
+                for p in pairs
+            ]
+        else:
+            eps_node = [
+                abs(self.weight_table[int(p) // n_s])
+                * self.sensitivity
+                / self.scale_table[int(p) % n_s]
+                for p in pairs
+            ]
         if self.base == 1:
             n_groups = len(eps_node)
             diff = np.zeros((T + 1, n_groups), dtype=np.int64)
@@ -568,47 +669,71 @@ class LinearPlan:
             counts = np.cumsum(diff[:T], axis=0)
             used = np.flatnonzero(counts.any(axis=0))
             return _grouped_exact_sums(counts[:, used], [eps_node[g] for g in used])
-        # γ < 1: item i's term from node n is c_n γ^{hi_n − i} = γ^{−i} · (c_n γ^{hi_n}).
+        # γ < 1: item i's term from node n is c_n γ^{p(hi_n − i)} = γ^{−pi} · (c_n γ^{p·hi_n}).
+        gamma = self.base**power
         diff2: list[Fraction] = [Fraction(0)] * (T + 2)
         for n in range(self.n_nodes):
-            c = eps_node[int(group[n])] * self.base ** int(self.hi[n])
+            c = eps_node[int(group[n])] * gamma ** int(self.hi[n])
             diff2[int(self.lo[n])] += c
             diff2[int(self.hi[n]) + 1] -= c
         out: list[Fraction] = []
         running = Fraction(0)
         for i in range(1, T + 1):
             running += diff2[i]
-            out.append(running / self.base**i)
+            out.append(running / gamma**i)
         return out
 
     def privacy_sum(self) -> Fraction:
-        """``max_i Σ_n |a_{n,i}|·Δ/b_n``: the ε of the node release by basic composition."""
+        """``max_i Σ_n |a_{n,i}|·Δ/b_n``: the ε of the node release by basic composition;
+        for Gaussian noise ``max_i Σ_n (a_{n,i}Δ)²/σ_n²`` = 2ρ of the node release."""
         sums = self.item_privacy_sums()
         return max(sums) if sums else Fraction(0)
 
+    @property
+    def privacy_bound(self) -> Fraction:
+        """What the privacy sum may reach: the declared ε, or 2ρ for Gaussian noise."""
+        if self.gaussian:
+            assert self.declared_rho is not None
+            return 2 * self.declared_rho
+        return self.declared_epsilon
+
     def check_privacy(self) -> tuple[PlanCheck, Fraction]:
-        """The privacy sum is at most the declared ε, and equals the expected sum when known."""
+        """The privacy sum is at most the declared ε (2ρ for Gaussian noise), and equals the
+        expected sum when known."""
         total = self.privacy_sum()
-        ok = total <= self.declared_epsilon
-        detail = (
-            f"max_i Σ_n |a_ni|Δ/b_n = {_show(total)} (declared ε = {_show(self.declared_epsilon)})"
-        )
+        ok = total <= self.privacy_bound
+        if self.gaussian:
+            detail = (
+                f"max_i Σ_n (a_ni Δ)²/σ_n² = {_show(total)} (declared 2ρ = "
+                f"{_show(self.privacy_bound)}, ρ = {_show(self.privacy_bound / 2)})"
+            )
+        else:
+            detail = (
+                f"max_i Σ_n |a_ni|Δ/b_n = {_show(total)} "
+                f"(declared ε = {_show(self.declared_epsilon)})"
+            )
         if self.expected_privacy_sum is not None and total != self.expected_privacy_sum:
             ok = False
             detail += f"; expected exactly {_show(self.expected_privacy_sum)}"
         return PlanCheck("privacy", ok, detail), total
 
+    def node_variance_table(self) -> tuple[Fraction, ...]:
+        """Per entry of ``scale_table``, the node variance: ``2b²`` (Laplace) or ``σ²``."""
+        if self.gaussian:
+            return self.scale_table
+        return tuple(2 * b * b for b in self.scale_table)
+
     def variance_exact(self) -> list[Fraction]:
-        """``Var(out_t) = 2 Σ_n r_{t,n}² b_n²`` for Laplace node noise, exact, t = 1..T."""
+        """``Var(out_t) = 2 Σ_n r_{t,n}² b_n²`` for Laplace node noise, ``Σ_n r_{t,n}² σ_n²``
+        for Gaussian, exact, t = 1..T."""
+        node_var = self.node_variance_table()
         R = self.recombination
         n_s = len(self.scale_table)
         pairs, group = np.unique(
             R.idx.astype(np.int64) * n_s + self.scale_idx[R.indices], return_inverse=True
         )
         group = group.reshape(-1)
-        weights = [
-            2 * R.table[int(p) // n_s] ** 2 * self.scale_table[int(p) % n_s] ** 2 for p in pairs
-        ]
+        weights = [R.table[int(p) // n_s] ** 2 * node_var[int(p) % n_s] for p in pairs]
         n_groups = len(weights)
         counts = np.zeros((self.horizon, n_groups), dtype=np.int64)
         np.add.at(counts, (R.row_of_entry(), group), 1)
@@ -636,9 +761,17 @@ class LinearPlan:
                 formula, planned = variance_formula[t0 - 1], plan_var[t0 - 1]
                 detail = f"t={t0}: formula {_show(formula)} ≠ plan {_show(planned)}"
             else:
-                detail = "closed form = 2Σ r²b² exactly"
+                detail = "closed form = " + ("Σ r²σ²" if self.gaussian else "2Σ r²b²") + " exactly"
             checks.append(PlanCheck("variance", not mism, detail))
-        return PlanReport(self.name, self.horizon, tuple(checks), total, self.declared_epsilon)
+        return PlanReport(
+            self.name,
+            self.horizon,
+            tuple(checks),
+            total,
+            self.declared_epsilon,
+            self.noise_family,
+            self.declared_rho,
+        )
 
     # ----------------------------------------------------------------- output
     def node_values(self, stream: FloatArray) -> FloatArray:

@@ -20,8 +20,11 @@ from dpref.errors import DomainError, DprefTypeError, HorizonError, ParameterErr
 
 __all__ = [
     "MAX_NUMBER_STRING",
+    "MAX_RHO",
     "MAX_STRING_EXPONENT",
+    "MIN_RHO",
     "ceil_float",
+    "ceil_sqrt_float",
     "check_choice",
     "check_epsilon",
     "check_flag",
@@ -32,6 +35,7 @@ __all__ = [
     "check_probability_open",
     "check_real_scalar",
     "check_real_vector",
+    "check_rho",
     "check_runs",
     "floor_float",
     "fmt",
@@ -147,6 +151,29 @@ def check_epsilon(name: str, value: Any) -> Fraction:
     if eps <= 0:
         raise ParameterError(f"{name}={fmt(value)}: must be > 0")
     return eps
+
+
+MAX_RHO = Fraction(2**400)
+"""Largest ρ accepted (the twin of ε's ``2^400``): node variances ``Δ²·f/(2ρ)`` must stay
+normal floats and the exact plan checks convert ρ to a float."""
+MIN_RHO = Fraction(1, 2**800)
+"""Smallest ρ accepted: a node variance ``Δ²·f/(2ρ)`` (f a factor below 2^100) stays a
+finite float; beyond Δ's own limit the mechanism refuses too (``MAX_UNIT_SCALE``)."""
+
+
+def check_rho(name: str, value: Any) -> Fraction:
+    """A zCDP parameter ρ: an exact rational with ``MIN_RHO <= ρ <= MAX_RHO`` (so ρ > 0
+    and finite: NaN and infinities are refused by :func:`check_fraction`)."""
+    rho = check_fraction(name, value)
+    if rho <= 0:
+        raise ParameterError(f"{name}={fmt(value)}: must be > 0")
+    if rho > MAX_RHO:
+        raise ParameterError(f"{name}={fmt(value)}: must be <= 2^400 (node variances underflow)")
+    if rho < MIN_RHO:
+        raise ParameterError(
+            f"{name}={fmt(value)}: must be >= 2^-800 (node variances would overflow a float)"
+        )
+    return rho
 
 
 def check_positive_int(name: str, value: Any) -> int:
@@ -295,6 +322,21 @@ def ceil_float(value: Fraction) -> float:
         raise ParameterError(f"value={fmt(value)}: too large for a float") from None
     if Fraction(out) < value:
         out = math.nextafter(out, math.inf)
+    return out
+
+
+def ceil_sqrt_float(value: Fraction) -> float:
+    """The smallest float >= ``√value`` (a Gaussian node's σ from its exact variance, up)."""
+    if value < 0:
+        raise ParameterError(f"value={fmt(value)}: must be >= 0")
+    out = math.sqrt(ceil_float(value))
+    while Fraction(out) ** 2 < value:
+        out = math.nextafter(out, math.inf)
+    while out > 0:
+        lower = math.nextafter(out, -math.inf)
+        if Fraction(lower) ** 2 < value:
+            break
+        out = lower
     return out
 
 

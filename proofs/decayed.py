@@ -206,7 +206,7 @@ def _membership(ms: list[Any], limit: int) -> Outcome:
             if T_ > limit:
                 continue
             expected = mech.expected_privacy_sum(T_)
-            if expected is None or expected > mech.epsilon:
+            if expected is None or expected > mech.declared_epsilon:
                 raise ProofFailure(f"{mech!r} T={T_}: privacy sum {expected} > ε")
     return checked(
         "T",
@@ -563,7 +563,7 @@ def _poly_decaying_series(cls: type[Any]) -> Outcome:
         partial = pm.series_partial(1 << 16)
         if not partial <= pm.series_upper <= closed:
             raise ProofFailure(f"c={c} β={beta}: partial ≤ P_up ≤ closed bound fails")
-        at = pm.expected_privacy_sum(1 << 16) / pm.epsilon
+        at = pm.expected_privacy_sum(1 << 16) / pm.declared_epsilon
         rows.append(
             f"c={c}, β={beta}: P ≤ {float(pm.series_upper):.4f} ≤ {float(closed):.2f},"
             f" privacy sum at T=2^16: {float(at):.6f}ε"

@@ -109,7 +109,7 @@ def _check(k: int, horizon: int) -> str | None:
     report = m.plan(horizon).check(m.variance_exact(horizon))
     if not report.passed:
         return f"k={k}, T={horizon}: {report}"
-    if report.privacy_sum != m.epsilon:
+    if report.privacy_sum != m.declared_epsilon:
         return f"k={k}, T={horizon}: privacy sum {report.privacy_sum} ≠ ε"
     return None
 

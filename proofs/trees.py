@@ -122,9 +122,9 @@ def _budget(cls: type[Any]) -> Outcome:
     check_identity(total, eps, "Σ_{n ∋ item 1} Δ/b_n with L levels of scale LΔ/ε")
     for budget in ("mean", "max"):
         mb = _build(cls, 100, budget=budget)
-        if sum(mb.level_epsilons, Fraction(0)) != mb.epsilon:
+        if sum(mb.level_epsilons, Fraction(0)) != mb.declared_epsilon:
             raise ProofFailure(f"{mb!r}: the level budgets do not sum to ε")
-        if mb.declared_budget() != mb.epsilon:
+        if mb.declared_budget() != mb.declared_epsilon:
             raise ProofFailure(f"{mb!r}: declared budget ≠ ε")
     return proven(
         "Σ_n Δ/b_n = ε (uniform: L·Δ/(LΔ/ε); level budgets: Σ_h ε_h = ε)",
@@ -243,7 +243,7 @@ def _variance(cls: type[Any], limit: int) -> Outcome:
                 raise ProofFailure(f"{m!r} t={t_}: Σ_h d_h(t)V_h ≠ plan")
     m = _build(cls, 2**12)
     if isinstance(m, Honaker):
-        unit = 2 * (m.levels * m.sensitivity / m.epsilon) ** 2
+        unit = 2 * (m.levels * m.sensitivity / m.declared_epsilon) ** 2
         for x, v in enumerate(m.variance_of_levels()):
             if v != unit * Honaker.uniform_weight(x):
                 raise ProofFailure(f"V_{x} ≠ 2(LΔ/ε)²·2^h/(2^(h+1)−1)")
@@ -271,7 +271,7 @@ def _nodes_budget(cls: type[Any], limit: int) -> Outcome:
             per_level = {
                 int(nt.hi[n]): m.sensitivity / nt.scale_table[int(nt.scale_idx[n])] for n in first
             }
-            if sum(per_level.values(), Fraction(0)) != m.epsilon:
+            if sum(per_level.values(), Fraction(0)) != m.declared_epsilon:
                 raise ProofFailure(f"{m!r} T={T_}: item 1's privacy sum ≠ ε")
     return checked("T", limit, "item 1 lies in L nodes, each item in ≤ L; Σ Δ/b_n = ε")
 

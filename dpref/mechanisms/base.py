@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -31,20 +31,28 @@ from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, EnumerationBudgetError, HorizonError, ParameterError
 from dpref.lower_bounds import Decay
 from dpref.noise import (
+    NOISE_KINDS,
+    NoiseFamily,
     NoiseKind,
+    discrete_gaussian,
+    discrete_gaussian_variance,
     discrete_laplace,
     discrete_laplace_variance,
     make_rng,
+    noise_family,
     standard_laplace,
+    standard_normal,
 )
 from dpref.plan import ExactSparse, LinearPlan, TargetRows
 from dpref.validation import (
     ceil_float,
+    ceil_sqrt_float,
     check_choice,
     check_epsilon,
     check_int_range,
     check_positive_int,
     check_real_vector,
+    check_rho,
     check_runs,
     fmt,
     fmt_sequence,
@@ -231,7 +239,7 @@ class Example:
 MECHANISMS: dict[str, type[Mechanism]] = {}
 """Every registered mechanism class by its command-line name (filled by the classes)."""
 
-_CORE_PARAMETERS = ("epsilon", "horizon", "domain", "noise")
+_CORE_PARAMETERS = ("epsilon", "rho", "horizon", "domain", "noise")
 
 
 def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
@@ -258,14 +266,27 @@ class Mechanism(ABC):
     Parameters
     ----------
     epsilon
-        The privacy budget ε > 0 (kept exactly as a :class:`~fractions.Fraction`).
+        The privacy budget ε > 0 for pure ε-DP (kept exactly as a
+        :class:`~fractions.Fraction`); give exactly one of ``epsilon`` and ``rho``.
+    rho
+        The zCDP budget ρ > 0 (exact) for Gaussian noise: the release is ρ-zCDP and
+        exactly √(2ρ)-GDP (docs/gaussian.md).
     horizon
         T, the number of items; required unless the mechanism is unbounded.
     domain
         Item domain and neighbour relation (default: bits, Δ = 1).
     noise
-        ``"laplace"`` (continuous) or ``"discrete"`` (exact discrete Laplace;
-        needs an integer domain).
+        With ``epsilon``: ``"laplace"`` (default, continuous) or ``"discrete"`` (exact
+        discrete Laplace); with ``rho``: ``"gaussian"`` (default, continuous) or
+        ``"discrete_gaussian"`` (exact discrete Gaussian).  The discrete kinds need an
+        integer domain.
+
+    Notes
+    -----
+    A zCDP mechanism keeps the Laplace design at ε = 1 (:attr:`design_epsilon`): node n
+    of Laplace scale ``b_n`` there (its share of the budget is ``f_n = Δ|w_n|/b_n``) gets
+    ``N(0, σ_n²)`` with ``σ_n² = |w_n|·Δ·b_n/(2ρ)``, so every item's L2 privacy sum is
+    ``2ρ·Σ_{n∋i} f_n γ^{2(hi_n−i)} ≤ 2ρ`` (:meth:`node_variance`).
     """
 
     name: ClassVar[str] = ""
@@ -359,12 +380,32 @@ class Mechanism(ABC):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any = None,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        self.epsilon: Fraction = check_epsilon("epsilon", epsilon)
+        if (epsilon is None) == (rho is None):
+            raise ParameterError(
+                f"epsilon={fmt(epsilon)}, rho={fmt(rho)}: give exactly one of epsilon "
+                "(pure ε-DP, Laplace noise) and rho (ρ-zCDP, Gaussian noise)"
+            )
+        self.epsilon: Fraction | None = None
+        """ε of a pure ε-DP mechanism (None for zCDP)."""
+        self.rho: Fraction | None = None
+        """ρ of a ρ-zCDP mechanism (None for pure ε-DP)."""
+        self.privacy: Literal["pure", "zcdp"]
+        """``"pure"`` (ε-DP, Laplace kinds) or ``"zcdp"`` (ρ-zCDP, Gaussian kinds)."""
+        if epsilon is not None:
+            self.epsilon = check_epsilon("epsilon", epsilon)
+            self.privacy = "pure"
+        else:
+            self.rho = check_rho("rho", rho)
+            self.privacy = "zcdp"
+        self.design_epsilon: Fraction = self.epsilon if self.epsilon is not None else Fraction(1)
+        """The ε of the Laplace design the node scales are computed from: ε itself, or 1
+        for zCDP (its per-node ε are the nodes' shares of the budget)."""
         if horizon is None:
             if self.needs_horizon:
                 raise ParameterError(f"horizon=None: {type(self).__name__} needs a horizon T")
@@ -376,21 +417,48 @@ class Mechanism(ABC):
         if not isinstance(domain, Domain):
             raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
         self.domain: Domain = domain
-        check_choice("noise", noise, ("laplace", "discrete"))
-        if noise == "discrete" and not domain.integer:
+        if noise is None:
+            noise = "laplace" if self.privacy == "pure" else "gaussian"
+        check_choice("noise", noise, NOISE_KINDS)
+        family = noise_family(noise)
+        if self.privacy == "pure" and family == "gaussian":
             raise ParameterError(
-                f"noise='discrete' needs an integer domain, got domain={domain.name}"
+                f"epsilon={fmt(epsilon)} with noise={noise!r}: Gaussian noise is not pure "
+                "ε-DP; give rho= (ρ-zCDP) instead, or noise='laplace' or 'discrete'"
+            )
+        if self.privacy == "zcdp" and family == "laplace":
+            raise ParameterError(
+                f"rho={fmt(rho)} with noise={noise!r}: Laplace noise is accounted in pure "
+                "ε; give epsilon= instead, or noise='gaussian' or 'discrete_gaussian'"
+            )
+        if noise in ("discrete", "discrete_gaussian") and not (
+            domain.integer and domain.sensitivity.denominator == 1
+        ):
+            raise ParameterError(
+                f"noise={noise!r} needs an integer domain, got domain={domain.name}"
             )
         self.noise: NoiseKind = noise
+        self.noise_family: NoiseFamily = family
+        """``"laplace"`` (L1 accounting) or ``"gaussian"`` (L2 accounting)."""
         self.sensitivity: Fraction = domain.sensitivity
-        if self.sensitivity / self.epsilon > MAX_UNIT_SCALE:
+        if self.rho is not None:
+            unit = self.sensitivity**2 / (2 * self.rho)
+            if unit > MAX_UNIT_SCALE or (self.sensitivity > 0 and unit < MIN_UNIT_SCALE**2):
+                raise ParameterError(
+                    f"rho={fmt(rho)}: out of range for domain={domain.name}, the node variance "
+                    "unit Δ²/(2ρ) must lie in [2^-800, 2^900] to stay a normal float"
+                )
+        if self.sensitivity / self.design_epsilon > MAX_UNIT_SCALE:
             # every node scale is Δ/ε times a factor far below 2^100 (T, L, ζ(δ)k^δ, S):
             # refuse here rather than overflow a float scale after noise was drawn
             raise ParameterError(
                 f"epsilon={fmt(epsilon)}: too small for domain={domain.name}, the noise "
                 "scale Δ/ε exceeds 2^900 and would overflow a float"
             )
-        if self.epsilon > MAX_EPSILON or self.sensitivity / self.epsilon < MIN_UNIT_SCALE:
+        if (
+            self.design_epsilon > MAX_EPSILON
+            or self.sensitivity / self.design_epsilon < MIN_UNIT_SCALE
+        ):
             raise ParameterError(
                 f"epsilon={fmt(epsilon)}: too large for domain={domain.name}, need ε <= 2^400 "
                 "and Δ/ε >= 2^-400, else the noise variance underflows to 0"
@@ -399,8 +467,64 @@ class Mechanism(ABC):
     # ------------------------------------------------------------ declarations
     @property
     def declared_epsilon(self) -> Fraction:
-        """The ε this mechanism claims (exact)."""
+        """The ε this mechanism claims (exact); a zCDP mechanism has none
+        (:class:`~dpref.errors.ParameterError`)."""
+        if self.epsilon is None:
+            raise ParameterError(
+                f"rho={self.rho}: a ρ-zCDP mechanism (noise={self.noise!r}) has no pure ε — "
+                "Gaussian noise is not ε-DP for any ε; use declared_rho (or the mechanism's "
+                "(ε, δ) guarantee through dpref.accounting)"
+            )
         return self.epsilon
+
+    @property
+    def declared_rho(self) -> Fraction:
+        """The ρ this zCDP mechanism claims (exact); a pure mechanism declares ε instead
+        (:class:`~dpref.errors.ParameterError`)."""
+        if self.rho is None:
+            raise ParameterError(
+                f"epsilon={self.epsilon}: a pure ε-DP mechanism declares epsilon, not rho "
+                "(it is also ε²/2-zCDP, but that is not its declaration)"
+            )
+        return self.rho
+
+    @property
+    def gaussian(self) -> bool:
+        """Whether the node noise is Gaussian (continuous or discrete)."""
+        return self.noise_family == "gaussian"
+
+    def node_variance(self, scale: Fraction, weight: Fraction = Fraction(1)) -> Fraction:
+        """The exact variance of a node of Laplace scale ``scale`` (at :attr:`design_epsilon`)
+        and weight ``weight``: ``2b²`` for Laplace noise, ``|w|·Δ·b/(2ρ)`` for Gaussian.
+
+        The Gaussian rule gives the node the L2 cost ``(wΔ)²/σ² = 2ρ·Δ|w|/b``: 2ρ times its
+        per-node ε in the design at ε = 1 (docs/gaussian.md).  For the discrete kinds this
+        is the variance of the continuous twin (the discrete law's variance is slightly
+        smaller: :meth:`variance` reports it).
+        """
+        if self.rho is None:
+            return 2 * scale * scale
+        return abs(weight) * self.sensitivity * scale / (2 * self.rho)
+
+    def noise_multiplier(self, scale: Fraction, weight: Fraction = Fraction(1)) -> float:
+        """The float a standard draw is multiplied by for such a node, rounded up: the
+        Laplace scale ``b``, or the Gaussian ``σ = √(|w|Δb/(2ρ))``."""
+        if self.rho is None:
+            return ceil_float(scale)
+        return ceil_sqrt_float(self.node_variance(scale, weight))
+
+    def node_variance_float(self, scale: Fraction, weight: Fraction = Fraction(1)) -> float:
+        """The variance of the noise actually drawn for such a node, as a float: the
+        multiplier of :meth:`noise_multiplier` (rounded up) squared, times 2 for Laplace."""
+        m = self.noise_multiplier(scale, weight)
+        return 2 * m * m if self.rho is None else m * m
+
+    def draw_node(self, rng: np.random.Generator, scale: Fraction, weight: Fraction) -> float:
+        """One exact discrete draw for a node (``noise="discrete"`` or
+        ``"discrete_gaussian"``) of Laplace design scale ``scale`` and weight ``weight``."""
+        if self.noise == "discrete_gaussian":
+            return float(discrete_gaussian(rng, self.node_variance(scale, weight), 1)[0])
+        return float(discrete_laplace(rng, scale, 1)[0])
 
     @abstractmethod
     def budget_terms(self, ops: Any = EXACT, **symbols: Any) -> list[BudgetTerm]:
@@ -420,12 +544,27 @@ class Mechanism(ABC):
         )
 
     def per_node_epsilon(self, horizon: int | None = None) -> list[Fraction]:
-        """Per-node ε in canonical order, ``Δ·|w_n|/b_n``, exact."""
+        """Per-node ε in canonical order, ``Δ·|w_n|/b_n``, exact (pure ε-DP only)."""
         return self.plan(horizon).per_node_epsilon()
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
-        """The exact privacy sum the plan must reach at this horizon (None: only ≤ ε)."""
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
+        """The exact L1 privacy sum the Laplace design (at :attr:`design_epsilon`) reaches at
+        this horizon (None: only ≤ the design ε)."""
         return None
+
+    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+        """The exact privacy sum the plan must reach at this horizon (None: only a bound).
+
+        Pure ε-DP: the L1 sum (:meth:`expected_l1_sum`).  Gaussian noise with γ = 1:
+        ``2ρ`` times the L1 sum at ε = 1 (each node's L2 cost is 2ρ times its share); with
+        γ < 1 the squared weights make it smaller than that, and None is returned.
+        """
+        l1 = self.expected_l1_sum(horizon)
+        if self.rho is None or l1 is None:
+            return l1
+        if self.base != 1:
+            return None
+        return 2 * self.rho * l1
 
     # ---------------------------------------------------------- plan structure
     @abstractmethod
@@ -447,7 +586,9 @@ class Mechanism(ABC):
 
     @abstractmethod
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        """Closed-form exact per-step variance (Laplace noise), t = 1..horizon."""
+        """Closed-form exact per-step variance, t = 1..horizon: ``Σ_n r_{t,n}²·v_n`` with the
+        node variances ``v_n`` of :meth:`node_variance` (``2b²`` Laplace, ``σ²`` Gaussian;
+        for the discrete kinds, the continuous twin's)."""
 
     @abstractmethod
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
@@ -471,8 +612,43 @@ class Mechanism(ABC):
         return self.nodes(horizon).size
 
     def noise_scales(self, horizon: int) -> FloatArray | float:
-        """Per-node float scales (rounded up), or one float when all nodes share it."""
+        """Per-node float Laplace scales (rounded up), or one float when all nodes share it."""
         return self.nodes(horizon).scales
+
+    def noise_multipliers(self, horizon: int) -> FloatArray | float:
+        """Per-node floats a standard draw is multiplied by (rounded up), canonical order,
+        or one float when all nodes share it: :meth:`noise_scales` for Laplace noise, the
+        Gaussian standard deviations ``σ_n`` otherwise."""
+        if self.rho is None:
+            return self.noise_scales(horizon)
+        nodes = self.nodes(horizon)
+        weight_idx = (
+            nodes.weight_idx if nodes.weight_idx is not None else np.zeros(nodes.size, np.int64)
+        )
+        table, idx = self._variance_table(
+            nodes.scale_table, nodes.weight_table, weight_idx, nodes.scale_idx
+        )
+        sd = np.array([ceil_sqrt_float(v) for v in table], dtype=np.float64)
+        if sd.size == 1:
+            return float(sd[0])
+        out: FloatArray = sd[idx]
+        return out
+
+    def _variance_table(
+        self,
+        scale_table: tuple[Fraction, ...],
+        weight_table: tuple[Fraction, ...],
+        weight_idx: IntArray,
+        scale_idx: IntArray,
+    ) -> tuple[tuple[Fraction, ...], IntArray]:
+        """The distinct Gaussian node variances of (weight, scale) pairs and each node's index."""
+        n_s = len(scale_table)
+        pairs, group = np.unique(weight_idx.astype(np.int64) * n_s + scale_idx, return_inverse=True)
+        table = tuple(
+            self.node_variance(scale_table[int(p) % n_s], weight_table[int(p) // n_s])
+            for p in pairs
+        )
+        return table, group.reshape(-1).astype(np.int64)
 
     @abstractmethod
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
@@ -531,6 +707,11 @@ class Mechanism(ABC):
         weight_idx = (
             nodes.weight_idx if nodes.weight_idx is not None else np.zeros(nodes.size, np.int64)
         )
+        scale_table, scale_idx = nodes.scale_table, nodes.scale_idx
+        if self.rho is not None:  # the plan holds the exact node variances σ_n²
+            scale_table, scale_idx = self._variance_table(
+                scale_table, nodes.weight_table, weight_idx, scale_idx
+            )
         return LinearPlan(
             name=repr(self),
             horizon=t,
@@ -538,15 +719,18 @@ class Mechanism(ABC):
             hi=nodes.hi,
             weight_table=nodes.weight_table,
             weight_idx=weight_idx,
-            scale_table=nodes.scale_table,
-            scale_idx=nodes.scale_idx,
+            scale_table=scale_table,
+            scale_idx=scale_idx,
             recombination=self.recombination(t),
             target=self.target_rows(t),
             sensitivity=self.sensitivity,
-            declared_epsilon=self.declared_epsilon,
+            declared_epsilon=self.design_epsilon,
             base=self.base,
             expected_privacy_sum=self.expected_privacy_sum(t),
             release=self.release_times(t) if self.opens_nodes else None,
+            noise_family=self.noise_family,
+            declared_rho=self.rho,
+            noise_kind=self.noise,
         )
 
     def node_noise(self, horizon: int, rng: Any = None, runs: int | None = None) -> FloatArray:
@@ -557,16 +741,27 @@ class Mechanism(ABC):
         shape: tuple[int, ...] = (size,) if runs is None else (check_runs("runs", runs), size)
         if len(shape) == 2 and shape[0] * size >= 2**62:
             raise ParameterError(f"runs={runs}: {shape[0]} × {size} node draws is too many")
-        if self.noise == "laplace":
-            float_scales = self.noise_scales(t)  # before drawing: any error leaves rng untouched
-            z = standard_laplace(gen, shape)
-            z *= float_scales
+        if self.noise in ("laplace", "gaussian"):
+            # before drawing: any error leaves rng untouched
+            multipliers = self.noise_multipliers(t)
+            z = (
+                standard_laplace(gen, shape)
+                if self.noise == "laplace"
+                else standard_normal(gen, shape)
+            )
+            z *= multipliers
             return z
         nodes = self.nodes(t)
         flat = np.empty(int(np.prod(shape)), dtype=np.float64)
-        scales = [nodes.scale_table[int(i)] for i in nodes.scale_idx]
+        wt = nodes.weight_table
+        widx = nodes.weight_idx
+        pairs = [
+            (nodes.scale_table[int(i)], wt[0 if widx is None else int(widx[n])])
+            for n, i in enumerate(nodes.scale_idx)
+        ]
         for j in range(flat.size):
-            flat[j] = discrete_laplace(gen, scales[j % nodes.size], 1)[0]
+            scale, weight = pairs[j % nodes.size]
+            flat[j] = self.draw_node(gen, scale, weight)
         return flat.reshape(shape)
 
     def _check_noise(self, noise: Any, n_nodes: int, runs: int | None = None) -> FloatArray:
@@ -630,22 +825,24 @@ class Mechanism(ABC):
         return out
 
     def variance(self, horizon: int | None = None) -> FloatArray:
-        """Exact per-step variance of the release error (as floats)."""
+        """Exact per-step variance of the release error (as floats; for the discrete kinds
+        from the discrete laws' variances, rounded up)."""
         t = self._variance_horizon(horizon)
-        if self.noise == "laplace":
+        if self.noise in ("laplace", "gaussian"):
             return np.array([float(v) for v in self.variance_exact(t)], dtype=np.float64)
         plan = self.plan(t)
-        node_var = np.array([discrete_laplace_variance(b) for b in plan.scale_table])[
-            plan.scale_idx
-        ]
+        law = discrete_laplace_variance if self.noise == "discrete" else discrete_gaussian_variance
+        node_var = np.array([law(b) for b in plan.scale_table])[plan.scale_idx]
         r2 = plan.R().multiply(plan.R())
         return np.asarray(r2 @ node_var, dtype=np.float64)
 
     def __repr__(self) -> str:
-        params = [f"epsilon={self.epsilon}"]
+        params = [f"epsilon={self.epsilon}" if self.rho is None else f"rho={self.rho}"]
         if self.horizon is not None:
             params.append(f"horizon={self.horizon}")
         params.extend(f"{k}={v}" for k, v in self.extra_params().items())
+        if self.noise not in ("laplace", "gaussian"):
+            params.append(f"noise={self.noise}")
         return f"{type(self).__name__}({', '.join(params)})"
 
     def extra_params(self) -> dict[str, Any]:
@@ -657,8 +854,11 @@ class OnlineCounter(ABC):
     """A streaming counter: ``step(x)`` consumes one item and returns one estimate.
 
     Node noise is taken in canonical order from the injected array, or drawn from the
-    Generator in buffered chunks of standard Laplace draws (the same draws, in the same
-    order, as the batch path).
+    Generator in buffered chunks of standard Laplace (or, for Gaussian noise, standard
+    normal) draws — the same draws, in the same order, as the batch path — or one exact
+    discrete draw per node.  Counters pass :meth:`_noise` a node's exact Laplace design
+    scale (and its float); the mechanism turns it into the node's noise
+    (:meth:`Mechanism.node_variance`).
     """
 
     _CHUNK = 256
@@ -676,8 +876,31 @@ class OnlineCounter(ABC):
         self._used = 0
         self._buf: list[float] = []
         self._buf_pos = 0
+        self._multipliers: dict[tuple[Fraction, Fraction], float] = {}
 
-    def _noise(self, scale_float: float, scale: Fraction) -> float:
+    def _standard(self) -> float:
+        """The next standard draw (Laplace or normal) of the buffered stream."""
+        assert self._rng is not None
+        if self._buf_pos >= len(self._buf):
+            draw = standard_normal if self.mechanism.noise == "gaussian" else standard_laplace
+            self._buf = draw(self._rng, self._CHUNK).tolist()
+            self._buf_pos = 0
+        value = self._buf[self._buf_pos]
+        self._buf_pos += 1
+        return value
+
+    def _multiplier(self, scale_float: float, scale: Fraction, weight: Fraction) -> float:
+        """The float a standard draw is scaled by: the Laplace scale as given, or the
+        Gaussian σ of the node (cached per (scale, weight))."""
+        if self.mechanism.rho is None:
+            return scale_float
+        key = (scale, weight)
+        got = self._multipliers.get(key)
+        if got is None:
+            got = self._multipliers[key] = self.mechanism.noise_multiplier(scale, weight)
+        return got
+
+    def _noise(self, scale_float: float, scale: Fraction, weight: Fraction = Fraction(1)) -> float:
         if self._injected is not None:
             if self._used >= len(self._injected):
                 raise ParameterError(
@@ -689,14 +912,9 @@ class OnlineCounter(ABC):
             return value
         assert self._rng is not None
         self._used += 1
-        if self.mechanism.noise == "discrete":
-            return float(discrete_laplace(self._rng, scale, 1)[0])
-        if self._buf_pos >= len(self._buf):
-            self._buf = standard_laplace(self._rng, self._CHUNK).tolist()
-            self._buf_pos = 0
-        value = self._buf[self._buf_pos]
-        self._buf_pos += 1
-        return value * scale_float
+        if self.mechanism.noise in ("discrete", "discrete_gaussian"):
+            return self.mechanism.draw_node(self._rng, scale, weight)
+        return self._standard() * self._multiplier(scale_float, scale, weight)
 
     def _admit(self, x: Any) -> float:
         horizon = self.mechanism.horizon

@@ -36,9 +36,9 @@ from dpref.mechanisms.base import (
 )
 from dpref.mechanisms.trees import (
     BUDGETS,
+    design_level_budget,
     digit_counts,
     digit_variances,
-    level_budget,
     tree_levels,
 )
 from dpref.noise import NoiseKind
@@ -128,20 +128,22 @@ class SimpleI(_UniformCounting):
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Item 1 is in T nodes ``[1, t]``, each of scale ``TΔ/ε``."""
         T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [BudgetTerm("prefix", T, T * delta / eps)]
 
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """The output at t is the one node ``[1, t]`` (coefficient 1, scale ``TΔ/ε``)."""
         T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [RowTerm("prefix", 1, 1, T * delta / eps)]
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
         """``(2(TΔ/ε)², 1)``."""
-        return 2 * self._scale() ** 2, np.ones(self._horizon_for(horizon), dtype=np.int64)
+        return self.node_variance(self._scale()), np.ones(
+            self._horizon_for(horizon), dtype=np.int64
+        )
 
     def online_memory(self, horizon: int | None = None) -> int | None:
         """The running count."""
@@ -149,9 +151,9 @@ class SimpleI(_UniformCounting):
 
     def _scale(self) -> Fraction:
         assert self.horizon is not None
-        return Fraction(self.horizon) * self.sensitivity / self.epsilon
+        return Fraction(self.horizon) * self.sensitivity / self.design_epsilon
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         return horizon * self.sensitivity / self._scale()
 
     def nodes(self, horizon: int) -> NodeTable:
@@ -164,7 +166,7 @@ class SimpleI(_UniformCounting):
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t = self._variance_horizon(horizon)
-        return [2 * self._scale() ** 2] * t
+        return [self.node_variance(self._scale())] * t
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         return np.array(noise, dtype=np.float64, copy=True)
@@ -204,29 +206,31 @@ class SimpleII(_UniformCounting):
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Every item is in exactly one node ``[t, t]`` of scale ``Δ/ε``."""
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [BudgetTerm("item", 1, delta / eps)]
 
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """The output at t adds the t item nodes ``[1,1] … [t,t]`` (scale ``Δ/ε``)."""
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [RowTerm("item", t, 1, delta / eps)]
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
         """``(2(Δ/ε)², t)``."""
-        return 2 * self._scale() ** 2, np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
+        return self.node_variance(self._scale()), np.arange(
+            1, self._horizon_for(horizon) + 1, dtype=np.int64
+        )
 
     def online_memory(self, horizon: int | None = None) -> int | None:
         """The running sum of noisy items."""
         return 1
 
     def _scale(self) -> Fraction:
-        return self.sensitivity / self.epsilon
+        return self.sensitivity / self.design_epsilon
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
-        return self.epsilon
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
+        return self.design_epsilon
 
     def nodes(self, horizon: int) -> NodeTable:
         t = np.arange(1, horizon + 1, dtype=np.int64)
@@ -238,7 +242,7 @@ class SimpleII(_UniformCounting):
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t = self._variance_horizon(horizon)
-        unit = 2 * self._scale() ** 2
+        unit = self.node_variance(self._scale())
         return [k * unit for k in range(1, t + 1)]
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
@@ -291,13 +295,14 @@ class TwoLevel(_UniformCounting):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any,
         block_size: Any = None,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         assert self.horizon is not None
         if block_size is None:
             block_size = self.default_block_size(self.horizon)
@@ -313,13 +318,13 @@ class TwoLevel(_UniformCounting):
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """One item node and at most one block node, each of scale ``2Δ/ε``."""
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         return [BudgetTerm("item", 1, 2 * delta / eps), BudgetTerm("block", 1, 2 * delta / eps)]
 
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """At ``t = qB + r``: the q complete blocks and the r items after them (``2Δ/ε``)."""
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         B = s.get("block_size", self.block_size)
         return [
@@ -331,16 +336,16 @@ class TwoLevel(_UniformCounting):
         """``(2(2Δ/ε)², ⌊t/B⌋ + t mod B)``."""
         t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
         B = self.block_size
-        return 2 * self._scale() ** 2, t // B + t % B
+        return self.node_variance(self._scale()), t // B + t % B
 
     def online_memory(self, horizon: int | None = None) -> int | None:
         """Released blocks' sum, the current block's noisy items and its true sum."""
         return 3
 
     def _scale(self) -> Fraction:
-        return 2 * self.sensitivity / self.epsilon
+        return 2 * self.sensitivity / self.design_epsilon
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         per = self.sensitivity / self._scale()
         return 2 * per if horizon >= self.block_size else per
 
@@ -396,7 +401,7 @@ class TwoLevel(_UniformCounting):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t_max = self._variance_horizon(horizon)
         B = self.block_size
-        unit = 2 * self._scale() ** 2
+        unit = self.node_variance(self._scale())
         return [unit * (t // B + t % B) for t in range(1, t_max + 1)]
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
@@ -479,20 +484,19 @@ class Binary(_UniformCounting):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any,
         budget: Any = "uniform",
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         assert self.horizon is not None
         self.budget: str
         self.level_epsilons: tuple[Fraction, ...]
         """``ε_h`` per level (they sum to ε exactly)."""
-        self.budget, self.level_epsilons = level_budget(
-            budget, epsilon=self.epsilon, horizon=self.horizon, k=2, combine=False
-        )
+        self.budget, self.level_epsilons = design_level_budget(self, budget, k=2, combine=False)
         self._level_scales = tuple(self.sensitivity / e for e in self.level_epsilons)
 
     @classmethod
@@ -504,7 +508,12 @@ class Binary(_UniformCounting):
         if self.budget == "uniform":
             return {}
         if self.budget == "explicit":
-            return {"budget": ",".join(str(e) for e in self.level_epsilons)}
+            values = (
+                self.level_epsilons
+                if self.rho is None
+                else (tuple(self.rho * e for e in self.level_epsilons))
+            )
+            return {"budget": ",".join(str(e) for e in values)}
         return {"budget": self.budget}
 
     @property
@@ -522,7 +531,7 @@ class Binary(_UniformCounting):
         if not self._uniform:
             return [BudgetTerm(f"level {h}", 1, b) for h, b in enumerate(self._level_scales)]
         T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         L = self.levels(T, ops)
         return [BudgetTerm("level", L, L * delta / eps)]
@@ -543,7 +552,7 @@ class Binary(_UniformCounting):
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """The output at t adds one node per 1-bit of t, each of scale ``LΔ/ε``."""
         T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         L = self.levels(T, ops)
         if not self._uniform and isinstance(t, int):
@@ -561,10 +570,10 @@ class Binary(_UniformCounting):
         t_max = self._horizon_for(horizon)
         if not self._uniform:
             levels = tree_levels(t_max, 2)
-            units = tuple(2 * b * b for b in self._level_scales[:levels])
+            units = tuple(self.node_variance(b) for b in self._level_scales[:levels])
             return units, digit_counts(t_max, 2, levels)
         t = np.arange(1, t_max + 1, dtype=np.int64)
-        return 2 * self._scale() ** 2, np.bitwise_count(t).astype(np.int64)
+        return self.node_variance(self._scale()), np.bitwise_count(t).astype(np.int64)
 
     def online_memory(self, horizon: int | None = None) -> int | None:
         """Per level the open p-sum and its noisy value, and the running total."""
@@ -574,9 +583,9 @@ class Binary(_UniformCounting):
 
     def _scale(self) -> Fraction:
         assert self.horizon is not None
-        return Fraction(self.levels(self.horizon)) * self.sensitivity / self.epsilon
+        return Fraction(self.levels(self.horizon)) * self.sensitivity / self.design_epsilon
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         if not self._uniform:
             return sum(self.level_epsilons[: tree_levels(horizon, 2)], Fraction(0))
         return Fraction(self.levels(horizon)) * self.sensitivity / self._scale()
@@ -607,8 +616,8 @@ class Binary(_UniformCounting):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t_max = self._variance_horizon(horizon)
         if not self._uniform:
-            return digit_variances(t_max, 2, [2 * b * b for b in self._level_scales])
-        unit = 2 * self._scale() ** 2
+            return digit_variances(t_max, 2, [self.node_variance(b) for b in self._level_scales])
+        unit = self.node_variance(self._scale())
         return [_popcount(t) * unit for t in range(1, t_max + 1)]
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
@@ -701,7 +710,7 @@ class Hybrid(_Counting):
         ``k`` (default: the largest instance of the horizon, or 1) is the instance
         index of the worst item.
         """
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         k = s.get("k", 1 if self.horizon is None else max(1, floor_log2(self.horizon)))
         return [
@@ -714,7 +723,7 @@ class Hybrid(_Counting):
         (scale ``2Δ/ε``) and one node per 1-bit of r from the k-th instance (``2kΔ/ε``;
         for t = 1, k = 0 and r = 0, so that term is empty).
         """
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         k = ops.floor_log2(t)
         r = t - 2**k
@@ -731,7 +740,7 @@ class Hybrid(_Counting):
         k += (1 << (k + 1)) <= t  # exact ⌊log₂t⌋ whatever the float rounding
         k -= (1 << k) > t
         r = t - (1 << k)
-        unit = 2 * self._log_scale() ** 2
+        unit = self.node_variance(self._log_scale())
         return unit, (k + 1) + np.maximum(k, 1) ** 2 * np.bitwise_count(r).astype(np.int64)
 
     def online_memory(self, horizon: int | None = None) -> int | None:
@@ -743,13 +752,13 @@ class Hybrid(_Counting):
         return 2 + 2 * max(1, floor_log2(T)) + 1
 
     def _log_scale(self) -> Fraction:
-        return 2 * self.sensitivity / self.epsilon
+        return 2 * self.sensitivity / self.design_epsilon
 
     def _bin_scale(self, k: int) -> Fraction:
-        return 2 * k * self.sensitivity / self.epsilon
+        return 2 * k * self.sensitivity / self.design_epsilon
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
-        return self.epsilon if horizon >= 4 else self.epsilon / 2
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
+        return self.design_epsilon if horizon >= 4 else self.design_epsilon / 2
 
     @staticmethod
     def _is_log_time(t: int) -> bool:
@@ -788,12 +797,14 @@ class Hybrid(_Counting):
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         t_max = self._variance_horizon(horizon)
-        log_unit = 2 * self._log_scale() ** 2
+        log_unit = self.node_variance(self._log_scale())
         out = []
         for t in range(1, t_max + 1):
             k = floor_log2(t)
             r = t - (1 << k)
-            out.append((k + 1) * log_unit + _popcount(r) * 2 * self._bin_scale(max(k, 1)) ** 2)
+            out.append(
+                (k + 1) * log_unit + _popcount(r) * self.node_variance(self._bin_scale(max(k, 1)))
+            )
         return out
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:

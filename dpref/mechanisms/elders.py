@@ -196,13 +196,14 @@ class Elders(Mechanism):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any,
         k: Any = 19,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         kk = check_int_range("k", k, 3, MAX_K)
         if kk % 2 == 0:
             raise ParameterError(
@@ -251,17 +252,17 @@ class Elders(Mechanism):
         return elders_levels(T, self.k)
 
     def _scale(self) -> Fraction:
-        return Fraction(self._levels()) * self.sensitivity / self.epsilon
+        return Fraction(self._levels()) * self.sensitivity / self.design_epsilon
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """One node per level, L levels, each of scale ``LΔ/ε`` (``levels`` may be given as a
         symbol by the proofs)."""
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         L = s.get("levels", self._levels(s.get("horizon", self.horizon)))
         return [BudgetTerm("level", L, L * delta / eps)]
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         return Fraction(self._levels()) * self.sensitivity / self._scale()
 
     # ------------------------------------------------------------- the plan
@@ -331,7 +332,7 @@ class Elders(Mechanism):
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
         """``(2(LΔ/ε)², n_t)``."""
-        return 2 * self._scale() ** 2, self.node_counts(horizon)
+        return self.node_variance(self._scale()), self.node_counts(horizon)
 
     def online_memory(self, horizon: int | None = None) -> int | None:
         """Per level at most ``3(k−1)/2`` block noises (the ``k − 1`` used children of the
@@ -342,7 +343,7 @@ class Elders(Mechanism):
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``2(LΔ/ε)² n_t`` for t = 1..T."""
-        unit = 2 * self._scale() ** 2
+        unit = self.node_variance(self._scale())
         cache: dict[int, Fraction] = {}
         return [cache.setdefault(n, n * unit) for n in self.node_counts(horizon).tolist()]
 

@@ -76,6 +76,9 @@ __all__ = [
     "FRONTIER_K_MAX",
     "Honaker",
     "KaryTree",
+    "combined_variances",
+    "combined_weights",
+    "design_level_budget",
     "digit_sums",
     "digit_variances",
     "level_budget",
@@ -154,13 +157,22 @@ def max_digit_vectors(horizon: int, k: int, levels: int) -> list[list[int]]:
 
 
 def level_variances(scales: Sequence[Fraction], k: int, combine: bool) -> tuple[Fraction, ...]:
-    """Per level, the variance of one decomposition node's estimate, exactly.
+    """Per level, the variance of one decomposition node's estimate, exactly, for Laplace
+    scales ``b_h`` (node variances ``2b_h²``): :func:`combined_variances`."""
+    return combined_variances([2 * b * b for b in scales], k, combine)
 
-    Uncombined: ``σ_h² = 2b_h²``.  Combined: ``V_0 = σ_0²`` and
+
+def combined_variances(
+    node_variances: Sequence[Fraction], k: int, combine: bool
+) -> tuple[Fraction, ...]:
+    """Per level, the variance of one decomposition node's estimate, exactly, from the
+    node variances ``σ_h²`` (``2b_h²`` for Laplace, the Gaussian σ_h² otherwise).
+
+    Uncombined: ``σ_h²``.  Combined: ``V_0 = σ_0²`` and
     ``1/V_h = 1/σ_h² + 1/(k V_{h−1})`` (inverse-variance combination of the node's own
     noisy value with the sum of its k children's independent combined estimates).
     """
-    sig = [2 * b * b for b in scales]
+    sig = list(node_variances)
     if not combine:
         return tuple(sig)
     out = [sig[0]]
@@ -173,8 +185,13 @@ def level_variances(scales: Sequence[Fraction], k: int, combine: bool) -> tuple[
 def level_weights(scales: Sequence[Fraction], k: int) -> tuple[Fraction, ...]:
     """``w_h = V_h/σ_h²`` (``w_0 = 1``): the weight of a node's own noisy value in its
     combined estimate; ``1 − w_h = V_h/(k V_{h−1})`` goes to the children's sum."""
-    var = level_variances(scales, k, True)
-    return tuple(v / (2 * b * b) for v, b in zip(var, scales, strict=True))
+    return combined_weights([2 * b * b for b in scales], k)
+
+
+def combined_weights(node_variances: Sequence[Fraction], k: int) -> tuple[Fraction, ...]:
+    """``w_h = V_h/σ_h²`` from the node variances σ_h² (:func:`combined_variances`)."""
+    var = combined_variances(node_variances, k, True)
+    return tuple(v / s for v, s in zip(var, node_variances, strict=True))
 
 
 def tree_objective(variances: Sequence[Fraction], horizon: int, k: int, objective: str) -> Fraction:
@@ -240,17 +257,22 @@ def _mixing(levels: int, k: int, combine: bool) -> FloatArray:
 
 
 @functools.lru_cache(maxsize=512)
-def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple[Fraction, ...]:
+def _optimal_split(
+    horizon: int, k: int, combine: bool, objective: str, gaussian: bool = False
+) -> tuple[Fraction, ...]:
     """Fractions ``q_h`` of ε (summing to 1 exactly) minimising the objective at Δ = ε = 1.
 
     The objective scales as ``(Δ/ε)²``, so the split does not depend on ε or Δ.  With
     ``y_h = q_h²/2`` the level variances are ``V = 1/(M y)`` (:func:`_mixing`), so both
-    objectives and their gradients are closed forms.  Found numerically, a local optimum
-    (the mean: BFGS over log-weights, from uniform and from the uncombined closed form
-    ``q_h ∝ S_h^{1/3}``; the maximum: SLSQP on its epigraph form over
-    :func:`max_digit_vectors`, from uniform and from the mean's optimum), rounded to
-    multiples of ``1/BUDGET_GRID`` (at least 4 of them) with the largest share taking the
-    remainder, and kept only when its exact objective beats uniform's.
+    objectives and their gradients are closed forms.  ``gaussian=True``: the ``q_h`` are
+    per-level shares of ρ (the L2 objective): node variances ``Δ²/(2ρq_h) ∝ 1/q_h``, so
+    ``y_h = q_h`` (up to the constant 2ρ/Δ², which does not move the optimum).
+    Found numerically, a local optimum (the mean: BFGS over log-weights, from uniform and
+    from the uncombined closed form ``q_h ∝ S_h^{1/3}``, ``S_h^{1/2}`` for Gaussian; the
+    maximum: SLSQP on its epigraph form over :func:`max_digit_vectors`, from uniform and
+    from the mean's optimum), rounded to multiples of ``1/BUDGET_GRID`` (at least 4 of
+    them) with the largest share taking the remainder, and kept only when its exact
+    objective beats uniform's.
     """
     from scipy.optimize import minimize
 
@@ -264,8 +286,13 @@ def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple
     x_uni = np.full(levels, 1.0 / levels)
 
     def var(x: FloatArray) -> FloatArray:
-        out: FloatArray = 1.0 / (M @ (0.5 * x * x))
+        y = x if gaussian else 0.5 * x * x
+        out: FloatArray = 1.0 / (M @ y)
         return out
+
+    def dy(x: FloatArray) -> FloatArray:
+        """∂y_h/∂x_h."""
+        return np.ones_like(x) if gaussian else x
 
     norm = float(sums @ var(x_uni))
     norm_max = float(np.max(vecs @ var(x_uni)))
@@ -278,13 +305,14 @@ def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple
     def mean_and_grad(theta: FloatArray) -> tuple[float, FloatArray]:
         x = softmax(theta)
         v = var(x)
-        g = -x * (M.T @ (sums * v * v)) / norm  # ∂/∂x of Σ S_h V_h
+        g = -dy(x) * (M.T @ (sums * v * v)) / norm  # ∂/∂x of Σ S_h V_h
         return float(sums @ v) / norm, x * (g - float(x @ g))
 
     def mean_of(x: FloatArray) -> float:
         return float(sums @ var(x)) / norm
 
-    cube = np.cbrt(np.maximum(sums, 1e-300))
+    # the uncombined optimum of Σ S_h V_h: q ∝ S^{1/3} (Laplace, V ∝ 1/q²), S^{1/2} (Gaussian)
+    cube = np.sqrt(np.maximum(sums, 1e-300)) if gaussian else np.cbrt(np.maximum(sums, 1e-300))
     best = x_uni
     for theta0 in (np.zeros(levels), np.log(cube / cube.sum())):
         res = minimize(mean_and_grad, theta0, jac=True, method="BFGS")
@@ -304,7 +332,7 @@ def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple
         def g_jac(z: FloatArray) -> FloatArray:
             xz = z[:levels]
             v = var(xz)
-            d = (vecs * (v * v)[None, :]) @ M * xz[None, :] / norm_max  # −∂(n·V)/∂x
+            d = (vecs * (v * v)[None, :]) @ M * dy(xz)[None, :] / norm_max  # −∂(n·V)/∂x
             return np.hstack([d, np.ones((vecs.shape[0], 1))])
 
         ones = np.append(np.ones(levels), 0.0)
@@ -345,13 +373,15 @@ def _optimal_split(horizon: int, k: int, combine: bool, objective: str) -> tuple
     split = tuple(Fraction(g, BUDGET_GRID) for g in grid)
 
     def exact(qs: tuple[Fraction, ...]) -> Fraction:
-        scales = [1 / q for q in qs]
-        return tree_objective(level_variances(scales, k, combine), horizon, k, objective)
+        node_var = [1 / q if gaussian else 2 / (q * q) for q in qs]
+        return tree_objective(combined_variances(node_var, k, combine), horizon, k, objective)
 
     return split if exact(split) < exact(uniform) else uniform
 
 
-def _check_budget_sequence(budget: Any, levels: int, epsilon: Fraction) -> tuple[Fraction, ...]:
+def _check_budget_sequence(
+    budget: Any, levels: int, epsilon: Fraction, total_name: str = "epsilon"
+) -> tuple[Fraction, ...]:
     if isinstance(budget, str):
         if len(budget) > MAX_BUDGET_STRING:
             raise ParameterError(
@@ -379,27 +409,36 @@ def _check_budget_sequence(budget: Any, levels: int, epsilon: Fraction) -> tuple
     total = sum(values, Fraction(0))
     if total != epsilon:
         raise ParameterError(
-            f"budget={fmt(budget)}: the per-level ε_h sum to {total}, not epsilon={epsilon} "
-            "(they must sum to ε exactly)"
+            f"budget={fmt(budget)}: the per-level values sum to {total}, not "
+            f"{total_name}={epsilon} (they must sum to {total_name} exactly)"
         )
     return values
 
 
 def level_budget(
-    budget: Any, *, epsilon: Fraction, horizon: int, k: int, combine: bool
+    budget: Any,
+    *,
+    epsilon: Fraction,
+    horizon: int,
+    k: int,
+    combine: bool,
+    gaussian: bool = False,
+    total_name: str = "epsilon",
 ) -> tuple[str, tuple[Fraction, ...]]:
     """``(kind, (ε_0, …, ε_{L−1}))`` for a budget argument; the ε_h sum to ε exactly.
 
     ``budget`` is ``"uniform"``, ``"mean"``, ``"max"``, a string of L comma-separated
     numbers (``"1/2,1/4,1/4"``, the command-line form) or a sequence of L numbers.
-    Raises :class:`~dpref.errors.DprefError` naming ``budget`` otherwise.
+    Raises :class:`~dpref.errors.DprefError` naming ``budget`` otherwise.  With
+    ``gaussian=True`` the total is ρ (named ``total_name``) and the optimised splits
+    minimise the Gaussian variance (:func:`_optimal_split`).
     """
     levels = tree_levels(horizon, k)
     if isinstance(budget, str) and budget.strip() in BUDGETS:
         kind = budget.strip()
         if kind == "uniform":
             return kind, tuple([epsilon / levels] * levels)
-        split = _optimal_split(horizon, k, combine, kind)
+        split = _optimal_split(horizon, k, combine, kind, gaussian)
         return kind, tuple(epsilon * q for q in split)
     if isinstance(budget, str) and "," not in budget and budget.strip():
         # a single word that is not a budget name (a one-level tree takes "1/2" too)
@@ -419,7 +458,32 @@ def level_budget(
         raise DprefTypeError(
             f"budget={fmt(budget)}: one of {BUDGETS} or a sequence of L per-level ε_h"
         )
-    return "explicit", _check_budget_sequence(budget, levels, epsilon)
+    return "explicit", _check_budget_sequence(budget, levels, epsilon, total_name)
+
+
+def design_level_budget(
+    m: Mechanism, budget: Any, *, k: int, combine: bool
+) -> tuple[str, tuple[Fraction, ...]]:
+    """``(kind, ε_h)``: a tree mechanism's level budget as shares of its design ε.
+
+    Pure ε-DP: :func:`level_budget` of ε.  zCDP: the budget is split in ρ (an explicit
+    sequence is L per-level ``ρ_h`` summing to ρ; the optimised splits minimise the
+    Gaussian variance), and level h's design ε is ``ρ_h/ρ`` (at design ε = 1), so its
+    nodes get ``σ_h² = Δ·b_h/(2ρ) = Δ²/(2ρ_h)`` (:meth:`Mechanism.node_variance`).
+    """
+    assert m.horizon is not None
+    total = m.epsilon if m.rho is None else m.rho
+    assert total is not None
+    kind, values = level_budget(
+        budget,
+        epsilon=total,
+        horizon=m.horizon,
+        k=k,
+        combine=combine,
+        gaussian=m.gaussian,
+        total_name="epsilon" if m.rho is None else "rho",
+    )
+    return kind, tuple(v * m.design_epsilon / total for v in values)
 
 
 def check_combine(value: Any) -> bool:
@@ -539,17 +603,14 @@ class _Tree(Mechanism):
         assert self.horizon is not None
         self.k = k
         self.combine_children = combine
-        self.budget, self.level_epsilons = level_budget(
-            budget, epsilon=self.epsilon, horizon=self.horizon, k=k, combine=combine
-        )
+        self.budget, self.level_epsilons = design_level_budget(self, budget, k=k, combine=combine)
         self.level_scales: tuple[Fraction, ...] = tuple(
             self.sensitivity / e for e in self.level_epsilons
         )
-        """``b_h = Δ/ε_h`` per level, exact."""
-        self._variances = level_variances(self.level_scales, k, combine)
-        self._weights = (
-            level_weights(self.level_scales, k) if combine else (Fraction(1),) * self.levels
-        )
+        """``b_h = Δ/ε_h`` per level, exact (the Laplace design at :attr:`design_epsilon`)."""
+        node_var = [self.node_variance(b) for b in self.level_scales]
+        self._variances = combined_variances(node_var, k, combine)
+        self._weights = combined_weights(node_var, k) if combine else (Fraction(1),) * self.levels
         table: list[Fraction] = []
         for b in self.level_scales:
             if b not in table:
@@ -557,12 +618,20 @@ class _Tree(Mechanism):
         self._scale_table = tuple(table)
         self._scale_of_level = np.array([table.index(b) for b in self.level_scales], dtype=np.int64)
         self._scale_floats = np.array([ceil_float(b) for b in self.level_scales])
+        self._multiplier_floats = np.array([self.noise_multiplier(b) for b in self.level_scales])
 
     # ----------------------------------------------------------- declarations
     @property
     def levels(self) -> int:
         """``L = ⌊log_k T⌋ + 1``."""
         return len(self.level_epsilons)
+
+    def level_budget_values(self) -> tuple[Fraction, ...]:
+        """The per-level budgets as given: ``ε_h`` (pure; they sum to ε) or ``ρ_h`` (zCDP;
+        they sum to ρ, ``ρ_h = ρ·ε_h`` with ε_h the design shares)."""
+        if self.rho is None:
+            return self.level_epsilons
+        return tuple(self.rho * e for e in self.level_epsilons)
 
     def decay(self) -> Decay:
         """Running counts: ``g ≡ 1``."""
@@ -575,7 +644,7 @@ class _Tree(Mechanism):
         symbol by the proofs); otherwise one term per level.
         """
         if self.budget == "uniform":
-            eps = s.get("epsilon", self.epsilon)
+            eps = s.get("epsilon", self.design_epsilon)
             delta = s.get("sensitivity", self.sensitivity)
             horizon = s.get("horizon", self.horizon)
             L = s.get(
@@ -598,7 +667,7 @@ class _Tree(Mechanism):
         assert self.horizon is not None
         return tree_objective(self._variances, self.horizon, self.k, kind)
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         levels = tree_levels(horizon, self.k)
         return sum(self.level_epsilons[:levels], Fraction(0))
 
@@ -651,6 +720,15 @@ class _Tree(Mechanism):
         out = self._scale_floats[level]
         out.setflags(write=False)
         self._scales_at = (horizon, out)  # the last horizon's per-node scales (read-only)
+        return out
+
+    def noise_multipliers(self, horizon: int) -> FloatArray | float:
+        if self.rho is None:
+            return self.noise_scales(horizon)
+        if len(self._scale_table) == 1:
+            return float(self._multiplier_floats[0])
+        _, level = self._node_levels(horizon)
+        out: FloatArray = self._multiplier_floats[level]
         return out
 
     def recombination(self, horizon: int) -> ExactSparse:
@@ -749,7 +827,7 @@ class _Tree(Mechanism):
             out["budget"] = (
                 self.budget
                 if self.budget != "explicit"
-                else ",".join(str(e) for e in self.level_epsilons)
+                else ",".join(str(e) for e in self.level_budget_values())
             )
         return out
 
@@ -763,7 +841,7 @@ class _TreeOnline(OnlineCounter):
         self._k = m.k
         self._combine = m.combine_children
         self._scales = m.level_scales
-        self._scales_f = [float(s) for s in m._scale_floats]
+        self._scales_f = [float(s) for s in m._multiplier_floats]
         self._w = [float(w) for w in m.weights()]
         L = m.levels
         self._start = [0.0] * L  # prefix count when the open node of each level began
@@ -772,8 +850,9 @@ class _TreeOnline(OnlineCounter):
         self._count = 0.0
         self._total = 0.0
         self._L = L
-        self._fast = self._injected is None and m.noise == "laplace"
-        """Take standard Laplace draws from the buffer directly (same draws, same order)."""
+        self._fast = self._injected is None and m.noise in ("laplace", "gaussian")
+        """Take standard Laplace (normal) draws from the buffer directly (same draws, same
+        order)."""
 
     def _draws(self, n: int) -> list[float]:
         """The next n standard Laplace draws of the buffered stream (the draws ``_noise``
@@ -783,7 +862,8 @@ class _TreeOnline(OnlineCounter):
             self._buf_pos = pos + n
             self._used += n
             return buf[pos : pos + n]
-        return [self._noise(1.0, Fraction(1)) for _ in range(n)]
+        self._used += n
+        return [self._standard() for _ in range(n)]
 
     def step(self, x: Any) -> float:
         c = self._count + self._admit(x)
@@ -883,16 +963,17 @@ class KaryTree(_Tree):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any,
         k: Any = "auto",
         combine: Any = False,
         budget: Any = "uniform",
         objective: Any = "mean",
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         assert self.horizon is not None
         arity = check_k(k)
         flag = check_combine(combine)
@@ -910,19 +991,30 @@ class KaryTree(_Tree):
                 combine=flag,
                 budget=budget,
                 objective=self.objective_kind,
-                epsilon=self.epsilon,
+                epsilon=self.design_epsilon,
+                gaussian=self.gaussian,
             )
         self._setup(arity, flag, budget)
 
     @staticmethod
     def choose_k(
-        horizon: int, *, combine: bool, budget: Any, objective: str, epsilon: Fraction
+        horizon: int,
+        *,
+        combine: bool,
+        budget: Any,
+        objective: str,
+        epsilon: Fraction,
+        gaussian: bool = False,
     ) -> int:
-        """The k in 2 … min(max(T, 2), AUTO_K_MAX) with the smallest exact objective."""
+        """The k in 2 … min(max(T, 2), AUTO_K_MAX) with the smallest exact objective (the
+        Gaussian one, node variances ``∝ 1/ε_h``, when ``gaussian``)."""
         best: tuple[Fraction, int] | None = None
         for k in range(2, min(max(horizon, 2), AUTO_K_MAX) + 1):
-            _, eps_h = level_budget(budget, epsilon=epsilon, horizon=horizon, k=k, combine=combine)
-            var = level_variances([1 / e for e in eps_h], k, combine)
+            _, eps_h = level_budget(
+                budget, epsilon=epsilon, horizon=horizon, k=k, combine=combine, gaussian=gaussian
+            )
+            node_var = [1 / e if gaussian else 2 / (e * e) for e in eps_h]
+            var = combined_variances(node_var, k, combine)
             value = tree_objective(var, horizon, k, objective)
             if best is None or value < best[0]:
                 best = (value, k)
@@ -997,13 +1089,14 @@ class Honaker(_Tree):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any,
         budget: Any = "uniform",
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         _validate_budget_form(budget)
         self._setup(2, True, budget)
 

@@ -278,7 +278,7 @@ class ThresholdSanitizer:
         self.mechanism: Mechanism = build_mechanism(
             self.tree, epsilon=epsilon, horizon=int(self.points.size), domain=leaves
         )
-        self.epsilon: Fraction = self.mechanism.epsilon
+        self.epsilon: Fraction = self.mechanism.declared_epsilon
         """The exact ε of one release under :attr:`neighbours` (the tree's ε)."""
 
     @property

@@ -86,16 +86,17 @@ class ExponentialSum(_Decayed):
         self,
         *,
         alpha: Any,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any = None,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         self.alpha: Fraction = check_alpha(alpha)
-        if self.noise == "discrete":
+        if self.noise in ("discrete", "discrete_gaussian"):
             raise ParameterError(
-                "noise='discrete': ExponentialSum nodes hold weighted (non-integer) sums"
+                f"noise={self.noise!r}: ExponentialSum nodes hold weighted (non-integer) sums"
             )
         self.sensitivity_bounds: tuple[Fraction, Fraction] = exponential_sensitivity_bounds(
             self.alpha
@@ -115,7 +116,9 @@ class ExponentialSum(_Decayed):
 
     def scale(self) -> Fraction:
         """The per-node Laplace scale: a float ≥ ``S(α)Δ/ε``."""
-        return Fraction(ceil_float(self.sensitivity_bounds[1] * self.sensitivity / self.epsilon))
+        return Fraction(
+            ceil_float(self.sensitivity_bounds[1] * self.sensitivity / self.design_epsilon)
+        )
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Level k: item 1's node ``[1, 2^{k−1}]`` has weight ``α^{2^{k−1}−1}`` (the worst).
@@ -128,12 +131,12 @@ class ExponentialSum(_Decayed):
         the levels above L, ``S − S_L(α)`` (≥ ``Σ_{k>L} α^{2^{k−1}−1}``), so the
         declarations add up to ε.
         """
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         alpha = s.get("alpha", self.alpha)
         T = s.get("horizon", self.horizon)
         L = s.get("levels", 12 if T is None else min(12, int(T).bit_length()))
-        S = s["S"] if "S" in s else self.scale() * self.epsilon / self.sensitivity
+        S = s["S"] if "S" in s else self.scale() * self.design_epsilon / self.sensitivity
         scale = S * delta / eps
         weights = [alpha ** (2 ** (k - 1) - 1) for k in range(1, L + 1)]
         return [
@@ -141,7 +144,7 @@ class ExponentialSum(_Decayed):
             BudgetTerm("levels>L", S - sum(weights[1:], weights[0]), scale),
         ]
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """``S_L(α)·Δ/λ`` with ``L = ⌊log₂T⌋ + 1``: item 1's weights, exactly."""
         return (
             exponential_sensitivity_partial(self.alpha, horizon.bit_length())
@@ -199,7 +202,7 @@ class ExponentialSum(_Decayed):
         """``2λ² Σ_{bits b of t} α^{2(t mod 2^b)}`` exactly."""
         t_max = self._horizon_for(horizon)
         self._check_exact_work(t_max)
-        unit = 2 * self.scale() ** 2
+        unit = self.node_variance(self.scale())
         a2 = self.alpha**2
         powers: dict[int, Fraction] = {}
         out = []
@@ -220,7 +223,7 @@ class ExponentialSum(_Decayed):
         for b in range(int(t.max()).bit_length()):
             on = (t >> b & 1).astype(bool)
             acc[on] += a2 ** (t[on] & ((1 << b) - 1)).astype(np.float64)
-        out: FloatArray = acc * (2 * ceil_float(self.scale()) ** 2)
+        out: FloatArray = acc * (self.node_variance_float(self.scale()))
         return out
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:

@@ -36,7 +36,7 @@ from dpref.mechanisms.decayed.common import (
     _WindowState,
 )
 from dpref.mechanisms.decayed.window import _cover_level_counts, _window_combine
-from dpref.noise import NoiseKind, make_rng, standard_laplace
+from dpref.noise import NoiseKind, make_rng, standard_laplace, standard_normal
 from dpref.plan import ExactSparse, TargetRows
 from dpref.rigorous import (
     check_beta,
@@ -150,28 +150,29 @@ class PolynomialSum(_Decayed):
         *,
         c: Any,
         beta: Any,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         allocation: Any = "decaying",
         horizon: Any = None,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         self.c: Fraction = check_c(c)
         self.beta: Fraction = check_beta(beta)
         self.allocation: str = check_choice("allocation", allocation, ALLOCATIONS)
-        if self.noise == "discrete":
+        if self.noise in ("discrete", "discrete_gaussian"):
             raise ParameterError(
-                "noise='discrete': PolynomialSum nodes hold weighted (non-integer) sums"
+                f"noise={self.noise!r}: PolynomialSum nodes hold weighted (non-integer) sums"
             )
-        self.rho: Fraction = 1 - self.beta
-        """``1 − β``."""
+        self.ratio: Fraction = 1 - self.beta
+        """``1 − β`` (the weight ratio of successive instances)."""
         self._b: dict[int, int] = {0: 0}
         self._instances: list[_Instance] = []
         self._next_j = 0
         self.series_upper: Fraction = polynomial_series_upper(self.c, self.beta, self.allocation)
         """A rational upper bound on the allocation's privacy series (S or P)."""
-        self._lambda_exact: Fraction = self.series_upper * self.sensitivity / self.epsilon
+        self._lambda_exact: Fraction = self.series_upper * self.sensitivity / self.design_epsilon
         """λ before rounding: the series bound times Δ/ε."""
         self._lambda: Fraction = Fraction(ceil_float(self._lambda_exact))
         """λ rounded up to a float: the scale of every node (uniform) or of instance 0."""
@@ -201,7 +202,7 @@ class PolynomialSum(_Decayed):
             j = polynomial_next_break(bp, j - 1, self.c, self.beta)
             bj = self.breakpoint(j)
         self._next_j = j + 1
-        inst = _Instance(j, bp, bj, self.rho, self.allocation == "decaying")
+        inst = _Instance(j, bp, bj, self.ratio, self.allocation == "decaying")
         self._instances.append(inst)
         return inst
 
@@ -256,7 +257,7 @@ class PolynomialSum(_Decayed):
         ``S − Σ_{used} (1−β)^j L_j/q_j`` (≥ the rest of the series), so the declarations
         add up to ε.
         """
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         T = s.get("horizon", self.horizon)
         insts = self.instances(int(T) if T is not None else 1 << 20)
@@ -266,7 +267,7 @@ class PolynomialSum(_Decayed):
             scales = [lam * i.factor for i in insts]
         else:  # the scales actually used (rounded up)
             exact = self._lambda_exact if self.allocation == "decaying" else self._lambda
-            S = exact * self.epsilon / self.sensitivity
+            S = exact * self.design_epsilon / self.sensitivity
             lam = S * delta / eps
             scales = [self.instance_scale(i) * delta / self.sensitivity for i in insts]
         members = [i.weight * (i.cap + 1) for i in insts]
@@ -279,7 +280,7 @@ class PolynomialSum(_Decayed):
             BudgetTerm("instances>T", S - used, lam),
         ]
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 is in ``[1, 2^b]`` of instance j when ``2^b + d_j ≤ T``: exact sum of
         ``(1−β)^j·Δ/λ_j`` over those nodes."""
         total = Fraction(0)
@@ -299,7 +300,7 @@ class PolynomialSum(_Decayed):
         j = 0
         while self.breakpoint(j) < i:
             j += 1
-        return self.rho**j
+        return self.ratio**j
 
     # ------------------------------------------------------------------ plan
     def node_count(self, horizon: int) -> int:
@@ -335,7 +336,7 @@ class PolynomialSum(_Decayed):
         The decaying allocation scales each instance's nodes in place instead of
         building a per-node scale array (which would double a release's peak memory).
         """
-        if self.allocation == "uniform":
+        if self.allocation == "uniform" and self.rho is None:
             return super().node_noise(horizon, rng, runs)
         t = self._horizon_for(horizon)
         gen = make_rng(rng)
@@ -343,8 +344,10 @@ class PolynomialSum(_Decayed):
         shape: tuple[int, ...] = (size,) if runs is None else (check_runs("runs", runs), size)
         if len(shape) == 2 and shape[0] * size >= 2**62:
             raise ParameterError(f"runs={runs}: {shape[0]} × {size} node draws is too many")
-        scales = [ceil_float(self.instance_scale(i)) for i in self.instances(t)]
-        z = standard_laplace(gen, shape)
+        scales = [
+            self.noise_multiplier(self.instance_scale(i), i.weight) for i in self.instances(t)
+        ]
+        z = standard_laplace(gen, shape) if self.rho is None else standard_normal(gen, shape)
         for k, _, pos in self._instance_positions(t):
             z[..., pos] *= scales[k]
         return z
@@ -461,10 +464,12 @@ class PolynomialSum(_Decayed):
         for k, inst in enumerate(insts):
             sizes = _cover_level_counts(t - inst.d, inst.window, inst.cap + 1).sum(1)
             counts[inst.d :, k] = sizes
-        if self.allocation == "uniform":
-            unit = 2 * self.scale() ** 2
+        if self.allocation == "uniform" and self.rho is None:
+            unit = self.node_variance(self.scale())
             return [int(n) * unit for n in counts.sum(1)]
-        units = [2 * self.instance_scale(i) ** 2 for i in insts] or [Fraction(0)]
+        units = [self.node_variance(self.instance_scale(i), i.weight) for i in insts] or [
+            Fraction(0)
+        ]
         return _exact_rows(counts, units)
 
     def _variance_at(self, t: IntArray) -> FloatArray:
@@ -475,20 +480,22 @@ class PolynomialSum(_Decayed):
             counts = np.zeros(sel.size, dtype=np.float64)
             for _, rows, _ in aligned_covers(s, window_start0(s, inst.window)):
                 counts[rows] += 1
-            out[sel] += counts * (2 * ceil_float(self.instance_scale(inst)) ** 2)
+            out[sel] += counts * self.node_variance_float(self.instance_scale(inst), inst.weight)
         return out
 
     def variance_bound(self) -> Fraction:
         """An upper bound on ``sup_t Var(t)`` (decaying allocation), exact.
 
-        Instance j adds ``2λ_j²|cover_j| ≤ 2λ_j²·max(1, 2K_j)`` (the cover bound of
-        docs/spec.md §2.1).  The instances with ``d_j < 2^{16}`` are summed exactly; for
-        the rest (``j ≥ J``) ``λ_j ≤ (1+2^{−50})(PΔ/ε)(1−β)^{j/3}`` (two roundings up to a
-        float, each within ``2^{−52}``) and ``K_j ≤ κj``, so they add at most
-        ``2(PΔ/ε)²(1+2^{−50})² Σ_{j≥J} y^j (2κj + 1)`` with a rational ``y ≥ (1−β)^{2/3}``
-        (``y³ ≥ (1−β)²`` checked exactly): a closed form.  ``proofs/decayed.py`` proves
-        the series converges.  The uniform allocation has no bound (its variance grows
-        like log t): ``ParameterError``.
+        Instance j adds ``v_j|cover_j| ≤ v_j·max(1, 2K_j)`` with ``v_j`` its node variance
+        (the cover bound of docs/spec.md §2.1).  The instances with ``d_j < 2^{16}`` are
+        summed exactly; for the rest (``j ≥ J``) ``λ_j ≤ (1+2^{−50})(PΔ/ε)(1−β)^{j/3}`` (two
+        roundings up to a float, each within ``2^{−52}``) and ``K_j ≤ κj``.  Laplace:
+        ``v_j = 2λ_j²``, so they add at most ``2(PΔ/ε)²(1+2^{−50})² Σ_{j≥J} y^j (2κj + 1)``
+        with a rational ``y ≥ (1−β)^{2/3}`` (``y³ ≥ (1−β)²`` checked exactly).  Gaussian:
+        ``v_j = (1−β)^jΔλ_j/(2ρ)``, at most ``(Δ·PΔ/(2ρ))(1+2^{−50}) Σ_{j≥J} y^j (2κj+1)``
+        with ``y ≥ (1−β)^{4/3}`` (``y³ ≥ (1−β)⁴``).  Either way a closed form;
+        ``proofs/decayed.py`` proves the Laplace series converges.  The uniform
+        allocation has no bound (its variance grows like log t): ``ParameterError``.
         """
         if self.allocation == "uniform":
             raise ParameterError(
@@ -496,17 +503,25 @@ class PolynomialSum(_Decayed):
             )
         insts = self.instances(1 << 16)
         head = sum(
-            (2 * self.instance_scale(i) ** 2 * max(1, 2 * i.cap) for i in insts), Fraction(0)
+            (
+                self.node_variance(self.instance_scale(i), i.weight) * max(1, 2 * i.cap)
+                for i in insts
+            ),
+            Fraction(0),
         )
         J = self._instances[-1].j  # the first instance not in use at T = 2^16
-        rho2 = self.rho**2
-        y = Fraction(float(rho2) ** (1 / 3))
-        while y**3 < rho2:
+        power = 2 if self.rho is None else 4
+        target = self.ratio**power
+        y = Fraction(float(target) ** (1 / 3))
+        while y**3 < target:
             y = Fraction(math.nextafter(float(y), math.inf))
-        kappa = (1 / self.rho - 1) * Fraction(1443, 1000) / self.c
+        kappa = (1 / self.ratio - 1) * Fraction(1443, 1000) / self.c
         tail = y**J * (2 * kappa * (J * (1 - y) + y) / (1 - y) ** 2 + 1 / (1 - y))
-        slack = (1 + Fraction(1, 2**50)) ** 2
-        return head + 2 * self._lambda_exact**2 * slack * tail
+        if self.rho is None:
+            slack = (1 + Fraction(1, 2**50)) ** 2
+            return head + 2 * self._lambda_exact**2 * slack * tail
+        slack = 1 + Fraction(1, 2**50)
+        return head + self.sensitivity * self._lambda_exact / (2 * self.rho) * slack * tail
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         out = np.zeros((*noise.shape[:-1], horizon), dtype=np.float64)
@@ -549,8 +564,8 @@ class _PolynomialOnline(OnlineCounter):
         super().__init__(m, rng, noise)
         self._m = m
         self._active: list[tuple[_Instance, float, _WindowState]] = []
-        self._scales: list[tuple[float, Fraction]] = []
-        """Each active instance's ``(λ_j rounded up, λ_j)``."""
+        self._scales: list[tuple[float, Fraction, Fraction]] = []
+        """Each active instance's ``(λ_j rounded up, λ_j, weight (1−β)^j)``."""
         self._delay: deque[float] = deque()
 
     def step(self, x: Any) -> float:
@@ -574,7 +589,7 @@ class _PolynomialOnline(OnlineCounter):
             inst = insts[len(self._active)]
             self._active.append((inst, float(inst.weight), _WindowState(inst.cap, inst.window)))
             scale = self._m.instance_scale(inst)
-            self._scales.append((ceil_float(scale), scale))
+            self._scales.append((ceil_float(scale), scale, inst.weight))
 
     def _released_noise(self, t: int) -> list[list[float]]:
         """Noise of the nodes released now: instance j's nodes ending at ``t − d_j``.

@@ -210,12 +210,13 @@ class WindowSum(_Decayed):
         self,
         *,
         window: Any,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         horizon: Any = None,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         self.window: int = _check_window("window", window)
         self.cap: int = _levels_for_window(self.window)
         """``K = ⌊log₂W⌋``: the top level index (sizes ``2^0 … 2^K``)."""
@@ -235,16 +236,16 @@ class WindowSum(_Decayed):
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Every item is in one node per level, L levels, each of scale ``LΔ/ε``."""
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         L = s.get("levels", self.levels())
         return [BudgetTerm("level", L, L * delta / eps)]
 
     def scale(self) -> Fraction:
         """The per-node Laplace scale ``LΔ/ε``."""
-        return (self.cap + 1) * self.sensitivity / self.epsilon
+        return (self.cap + 1) * self.sensitivity / self.design_epsilon
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 is in the nodes ``[1, 2^b]`` released by T: ``min(⌊log₂T⌋, K) + 1``."""
         return (min(horizon.bit_length() - 1, self.cap) + 1) * self.sensitivity / self.scale()
 
@@ -279,14 +280,14 @@ class WindowSum(_Decayed):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``Var(t) = 2·|cover(t)|·(LΔ/ε)²`` exactly."""
         t = self._horizon_for(horizon)
-        unit = 2 * self.scale() ** 2
+        unit = self.node_variance(self.scale())
         return [int(k) * unit for k in self.cover_sizes(t)]
 
     def _variance_at(self, t: IntArray) -> FloatArray:
         counts = np.zeros(t.size, dtype=np.float64)
         for _, rows, _ in aligned_covers(t, window_start0(t, self.window)):
             counts[rows] += 1
-        out: FloatArray = counts * (2 * ceil_float(self.scale()) ** 2)
+        out: FloatArray = counts * (self.node_variance_float(self.scale()))
         return out
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
@@ -396,14 +397,15 @@ class AllWindowSum(_Decayed):
     def __init__(
         self,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
+        rho: Any = None,
         delta: Any = Fraction(3, 2),
         window: Any = None,
         horizon: Any = None,
         domain: Domain | None = None,
-        noise: NoiseKind = "laplace",
+        noise: NoiseKind | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         self.delta: Fraction = check_delta(delta)
         self.window: int | None = None if window is None else _check_window("window", window)
         self._zeta_up = zeta_bounds(self.delta)[1]
@@ -426,18 +428,20 @@ class AllWindowSum(_Decayed):
         :data:`EXACT` it is the exact budget of the rational scale actually used,
         ``Δ/scale_k ≤ ε/(ζ(δ)k^δ)``.
         """
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("delta", self.delta)
         zeta = getattr(ops, "zeta", None)
         if zeta is not None:
             return eps / (zeta(delta) * k**delta)
-        return self.sensitivity / self.level_scale(int(k)) * eps / self.epsilon
+        return self.sensitivity / self.level_scale(int(k)) * eps / self.design_epsilon
 
     def level_scale(self, k: int) -> Fraction:
         """The rational Laplace scale of level k ≥ 1: a float ≥ ``ζ(δ)k^δΔ/ε``."""
         while len(self._scales) < k:
             j = len(self._scales) + 1
-            exact_up = self._zeta_up * power_upper(j, self.delta) * self.sensitivity / self.epsilon
+            exact_up = (
+                self._zeta_up * power_upper(j, self.delta) * self.sensitivity / self.design_epsilon
+            )
             self._scales.append(Fraction(ceil_float(exact_up)))
         return self._scales[k - 1]
 
@@ -453,7 +457,7 @@ class AllWindowSum(_Decayed):
         delta_s = s.get("sensitivity", self.sensitivity)
         T = s.get("horizon", self.horizon)
         L = s.get("levels", 64 if T is None else int(T).bit_length())
-        eps = s.get("epsilon", self.epsilon)
+        eps = s.get("epsilon", self.design_epsilon)
         level_eps = [self.level_epsilon(k, ops, **s) for k in range(1, L + 1)]
         rest = eps - sum(level_eps[1:], level_eps[0])
         return [
@@ -461,7 +465,7 @@ class AllWindowSum(_Decayed):
             BudgetTerm("levels>L", 1, delta_s / rest),
         ]
 
-    def expected_privacy_sum(self, horizon: int) -> Fraction | None:
+    def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 is in ``[1, 2^{k−1}]`` for every level k ≤ ⌊log₂T⌋+1: exact sum."""
         return sum(
             (self.sensitivity / self.level_scale(k) for k in range(1, horizon.bit_length() + 1)),
@@ -506,7 +510,9 @@ class AllWindowSum(_Decayed):
         t = self._horizon_for(horizon)
         L = t.bit_length()
         counts = _cover_level_counts(t, self.window, L)
-        return _exact_rows(counts, [2 * self.level_scale(k) ** 2 for k in range(1, L + 1)])
+        return _exact_rows(
+            counts, [self.node_variance(self.level_scale(k)) for k in range(1, L + 1)]
+        )
 
     def _variance_at(self, t: IntArray) -> FloatArray:
         return self._variance_window(t, self.window)
@@ -514,7 +520,7 @@ class AllWindowSum(_Decayed):
     def _variance_window(self, t: IntArray, window: int | None) -> FloatArray:
         out = np.zeros(t.size, dtype=np.float64)
         for b, rows, _ in aligned_covers(t, window_start0(t, window)):
-            out[rows] += 2 * ceil_float(self.level_scale(b + 1)) ** 2
+            out[rows] += self.node_variance_float(self.level_scale(b + 1))
         return out
 
     def variance_windows(self, horizon: int, windows: Any) -> FloatArray:
