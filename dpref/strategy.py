@@ -396,6 +396,11 @@ class _StrategyChecks:
             return None if self.declared_rho is None else 2 * self.declared_rho
         return self.declared_epsilon
 
+    @property
+    def gaussian(self) -> bool:
+        """Whether the node noise is Gaussian."""
+        return self.noise_family == "gaussian"
+
     def check_privacy(self) -> tuple[PlanCheck, Fraction]:
         """The L1 (Laplace) or L2 (Gaussian) privacy sum is at most ε or 2ρ, and equals the
         expected sum when one is known (a plan that declares no budget only reports it)."""
@@ -444,9 +449,19 @@ class _StrategyChecks:
                             f"{_show(plan_var[bad - 1])}",
                         )
                     )
-        declared = self.privacy_bound
+        gaussian = self.noise_family == "gaussian"
+        if gaussian:
+            design = Fraction(1)
+        else:
+            design = self.declared_epsilon if self.declared_epsilon is not None else total
         return PlanReport(
-            self.name, self.horizon, tuple(checks), total, total if declared is None else declared
+            self.name,
+            self.horizon,
+            tuple(checks),
+            total,
+            design,
+            noise_family=self.noise_family,
+            declared_rho=self.declared_rho if gaussian else None,
         )
 
     def variance(self) -> FloatArray:
@@ -602,8 +617,22 @@ class ToeplitzPlan(_StrategyChecks):
         v = self.node_variance()
         return [v * s for s in self.decoder_seq.cumulative_square_sums()]
 
+    def per_node_rho(self) -> list[Fraction]:
+        """Gaussian: node n's zCDP cost ``(Δ·max_{k<n}|c_k|)²/(2σ²)``."""
+        if self.noise_family != "gaussian":
+            raise ParameterError("noise_family='laplace': a Laplace plan has per_node_epsilon()")
+        out, best = [], Fraction(0)
+        for c in self.strategy_seq.fractions():
+            best = max(best, abs(c))
+            out.append((best * self.sensitivity) ** 2 / (2 * self.scale))
+        return out
+
     def per_node_epsilon(self) -> list[Fraction]:
         """Laplace: ``Δ·max_{k<n}|c_k|/b`` for node n."""
+        if self.noise_family == "gaussian":
+            raise ParameterError(
+                "noise_family='gaussian': a Gaussian node has no pure ε; use per_node_rho()"
+            )
         out, best = [], Fraction(0)
         for c in self.strategy_seq.fractions():
             best = max(best, abs(c))

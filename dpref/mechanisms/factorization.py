@@ -58,6 +58,7 @@ __all__ = [
     "SQRT_EXACT_S2",
     "SqrtFactorization",
     "ToeplitzFactorization",
+    "blt_polynomials",
     "sqrt_coefficients",
 ]
 
@@ -128,8 +129,34 @@ def sqrt_s2(horizon: int) -> Fraction:
     """``S₂(T) = Σ_{k<T} c_k²``: exact up to :data:`SQRT_EXACT_S2` (integer Horner sum),
     else :func:`sqrt_s2_upper`."""
     if horizon <= SQRT_EXACT_S2:
-        return sqrt_coefficients(horizon).square_sum()
+        return _sqrt_s2_exact(horizon)
     return sqrt_s2_upper(horizon)
+
+
+def _split_sum(a: int, b: int) -> tuple[int, int, int]:
+    """Binary splitting of ``Σ_{k=a}^{b−1} Π_{j=a}^{k} p_j/q_j`` with ``p_j = (2j−1)²``,
+    ``q_j = (2j)²`` (the ratio ``c_j²/c_{j−1}²``): ``(P, Q, R)`` with the sum ``R/Q`` and
+    ``P/Q`` the whole product."""
+    if b - a == 1:
+        p, q = (2 * a - 1) ** 2, (2 * a) ** 2
+        return p, q, p
+    m = (a + b) // 2
+    p1, q1, r1 = _split_sum(a, m)
+    p2, q2, r2 = _split_sum(m, b)
+    return p1 * p2, q1 * q2, r1 * q2 + p1 * r2
+
+
+def _sqrt_s2_exact(horizon: int) -> Fraction:
+    """``S₂(T) = 1 + Σ_{k=1}^{T−1} c_k²`` exactly by binary splitting (equal to the integer
+    Horner sum ``Σ binom(2k,k)² 16^{T−1−k}/16^{T−1}``; the tests compare both)."""
+    if horizon == 1:
+        return Fraction(1)
+    _, q, r = _split_sum(1, horizon)
+    top = 16 ** (horizon - 1)
+    num, rem = divmod((q + r) * top, q)
+    if rem:  # pragma: no cover - S₂·16^{T−1} is an integer
+        raise AssertionError("S2 * 16^(T-1) is not an integer")
+    return Fraction(num, top)
 
 
 def sqrt_s2_upper(horizon: int) -> Fraction:
@@ -192,12 +219,7 @@ class ToeplitzFactorization(Mechanism):
         noise: Any = None,
     ) -> None:
         _check_noise_kind(noise)
-        kwargs: dict[str, Any] = {}
-        if rho is not None:
-            kwargs["rho"] = rho
-        if noise is not None:
-            kwargs["noise"] = noise
-        super().__init__(epsilon=epsilon, horizon=horizon, domain=domain, **kwargs)
+        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
 
     # -------------------------------------------------------- what subclasses give
     def strategy_exact(self, horizon: int) -> ScaledSeq:
@@ -225,11 +247,6 @@ class ToeplitzFactorization(Mechanism):
         raise NotImplementedError
 
     # ------------------------------------------------------------- privacy
-    @property
-    def gaussian(self) -> bool:
-        """Whether the node noise is Gaussian (ρ-zCDP)."""
-        return getattr(self, "privacy", "pure") == "zcdp"
-
     def _t(self) -> int:
         assert self.horizon is not None
         return self.horizon
@@ -237,15 +254,31 @@ class ToeplitzFactorization(Mechanism):
     def node_scale(self) -> Fraction:
         """Laplace scale ``S₁Δ/ε``, or Gaussian variance ``S₂Δ²/(2ρ)``."""
         T = self._t()
-        if self.gaussian:
-            rho: Fraction = self.rho  # type: ignore[attr-defined]
-            return self.s2(T) * self.sensitivity**2 / (2 * rho)
-        return self.s1(T) * self.sensitivity / self.epsilon
+        if self.rho is not None:
+            return self.s2(T) * self.sensitivity**2 / (2 * self.rho)
+        return self.s1(T) * self.sensitivity / self.design_epsilon
 
-    def node_variance(self) -> Fraction:
-        """``2b²`` (Laplace) or ``σ²`` (Gaussian)."""
+    def design_scale(self) -> Fraction:
+        """The Laplace scale ``S₁Δ/ε`` at :attr:`design_epsilon` (what :meth:`nodes` holds)."""
+        return self.s1(self._t()) * self.sensitivity / self.design_epsilon
+
+    def unit_variance(self) -> Fraction:
+        """The variance of every node's noise: ``2b²`` (Laplace) or ``σ²`` (Gaussian)."""
         s = self.node_scale()
         return s if self.gaussian else 2 * s * s
+
+    def node_variance(self, scale: Fraction, weight: Fraction = Fraction(1)) -> Fraction:
+        """Every node of a Toeplitz factorization gets the same noise: :meth:`unit_variance`
+        (the Gaussian variance is ``S₂Δ²/(2ρ)``, sized by the L2 norm of column 1, not the
+        design-scale rule of the interval plans)."""
+        return self.unit_variance()
+
+    def noise_multiplier(self, scale: Fraction, weight: Fraction = Fraction(1)) -> float:
+        """The Laplace scale b, or σ = √σ², rounded up (the same for every node)."""
+        return self._noise_float()
+
+    def noise_multipliers(self, horizon: int) -> FloatArray | float:
+        return self._noise_float()
 
     def _noise_float(self) -> float:
         s = self.node_scale()
@@ -254,7 +287,7 @@ class ToeplitzFactorization(Mechanism):
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Item 1 lies in every node; its column's L1 norm is S₁, each node's scale
         ``S₁Δ/ε``: ``S₁·Δ/(S₁Δ/ε) = ε`` (``column_l1`` may be a symbol)."""
-        eps = s.get("epsilon", getattr(self, "design_epsilon", self.epsilon))
+        eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         s1 = s.get("column_l1", self.s1(s.get("horizon", self._t())))
         return [BudgetTerm("column", s1, s1 * delta / eps)]
@@ -262,10 +295,9 @@ class ToeplitzFactorization(Mechanism):
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
         """ε exactly (2ρ for Gaussian noise) when S₁ (S₂) is exact at this T."""
         T = self._t()
-        if self.gaussian:
-            rho: Fraction = self.rho  # type: ignore[attr-defined]
-            return 2 * rho if self._s2_exact(T) else None
-        return self.epsilon if self._s1_exact(T) else None
+        if self.rho is not None:
+            return 2 * self.rho if self._s2_exact(T) else None
+        return self.design_epsilon if self._s1_exact(T) else None
 
     def _s1_exact(self, horizon: int) -> bool:
         return True
@@ -296,8 +328,8 @@ class ToeplitzFactorization(Mechanism):
             scale=self.node_scale(),
             sensitivity=self.sensitivity,
             noise_family=family,
-            declared_epsilon=None if self.gaussian else self.epsilon,
-            declared_rho=getattr(self, "rho", None) if self.gaussian else None,
+            declared_epsilon=self.epsilon,
+            declared_rho=self.rho,
             expected_privacy_sum=self.expected_privacy_sum(t),
             strategy_values=self.strategy_exact(t) if gfs is not None else None,
         )
@@ -308,7 +340,7 @@ class ToeplitzFactorization(Mechanism):
         return NodeTable(
             np.ones(t, dtype=np.int64),
             np.arange(1, t + 1, dtype=np.int64),
-            (self.node_scale(),),
+            (self.design_scale(),),
             np.zeros(t, dtype=np.int64),
         )
 
@@ -342,7 +374,7 @@ class ToeplitzFactorization(Mechanism):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``Var(out_t) = v·Σ_{k<t} b_k²`` (v = 2b² or σ²), t = 1..T."""
         t = self._horizon_for(horizon, limit=self.max_plan_steps, limit_name="max_plan_steps")
-        v = self.node_variance()
+        v = self.unit_variance()
         return [v * s for s in self.decoder_square_sums(t)]
 
     def variance(self, horizon: int | None = None) -> FloatArray:
@@ -359,25 +391,17 @@ class ToeplitzFactorization(Mechanism):
     def node_noise(self, horizon: int, rng: Any = None, runs: int | None = None) -> FloatArray:
         """Node noise in canonical (row) order: Laplace ``b·L_n`` or Gaussian ``σ·G_n``
         (``σ = √σ²`` rounded up), shape (T,) or (runs, T)."""
-        from dpref.noise import make_rng, standard_laplace
+        from dpref.noise import make_rng, standard_laplace, standard_normal
         from dpref.validation import check_runs
 
         t = self._horizon_for(horizon)
         gen = make_rng(rng)
         shape: tuple[int, ...] = (t,) if runs is None else (check_runs("runs", runs), t)
         scale = self._noise_float()  # before drawing
-        z = gen.standard_normal(shape) if self.gaussian else standard_laplace(gen, shape)
+        z = standard_normal(gen, shape) if self.gaussian else standard_laplace(gen, shape)
         z *= scale
         return np.asarray(z, dtype=np.float64)
 
-    def extra_params(self) -> dict[str, Any]:
-        return {}
-
-    def __repr__(self) -> str:
-        params = [f"rho={self.rho}" if self.gaussian else f"epsilon={self.epsilon}"]  # type: ignore[attr-defined]
-        params.append(f"horizon={self.horizon}")
-        params.extend(f"{k}={v}" for k, v in self.extra_params().items())
-        return f"{type(self).__name__}({', '.join(params)})"
 
 
 class SqrtFactorization(ToeplitzFactorization):
@@ -444,11 +468,12 @@ class SqrtFactorization(ToeplitzFactorization):
         ``c_k`` is computed in blocks of 256 steps: the block's first value from 40-digit
         mpmath (``binom(2k,k)/4^k``, relative error ≤ 2⁻⁵³), then a float cumprod of the
         correctly rounded factors ``(2k−1)/(2k)`` (≤ 2·256 roundings: relative error ≤
-        256·2⁻⁵² ≈ 5.7·10⁻¹⁴; squared ≤ 1.2·10⁻¹³).  The running sums restart from
-        ``math.fsum`` of all earlier squares at each block (correctly rounded) and add at
-        most 256 positive terms (≤ 256·2⁻⁵³ ≈ 2.9·10⁻¹⁴).  The result, at most
-        1.6·10⁻¹³ from ``Σ_{k<t} c_k²``, is multiplied by ``1 + 4·10⁻¹³`` and by the node
-        variance rounded up, then rounded up once more.
+        256·2⁻⁵² ≈ 5.7·10⁻¹⁴; squared ≤ 1.2·10⁻¹³).  Each block's running sum starts from
+        ``math.fsum`` of the earlier blocks' ``fsum`` s (two correct roundings: ≤ 2⁻⁵²
+        relative, all terms positive) and adds at most 256 positive terms (≤ 256·2⁻⁵³ ≈
+        2.9·10⁻¹⁴).  The result, at most 1.6·10⁻¹³ from ``Σ_{k<t} c_k²`` relatively, is
+        multiplied by ``1 + 4·10⁻¹³`` and by the node variance rounded up, then rounded up
+        once more: an upper bound within a relative 6·10⁻¹³.
         """
         from dpref.rigorous import mp_context
 
@@ -464,12 +489,14 @@ class SqrtFactorization(ToeplitzFactorization):
                 c[start + 1 : stop] = first * np.cumprod((2 * k - 1) / (2 * k))
         sq = c * c
         sums = np.empty(T, dtype=np.float64)
+        blocks: list[float] = []
         done = 0.0
         for start in range(0, T, _BLOCK):
             stop = min(T, start + _BLOCK)
             sums[start:stop] = done + np.cumsum(sq[start:stop])
-            done = math.fsum(sq[:stop])
-        v = ceil_float(self.node_variance())
+            blocks.append(math.fsum(sq[start:stop]))
+            done = math.fsum(blocks)
+        v = ceil_float(self.unit_variance())
         out: FloatArray = sums * (1 + 4e-13) * v
         return np.nextafter(out, np.inf)
 
@@ -489,23 +516,12 @@ class _SqrtOnline(OnlineCounter):
         self._y = np.zeros(0, dtype=np.float64)
         self._count = 0.0
 
-    def _normal(self) -> float:
-        if self._injected is not None:
-            return self._noise(self._scale_f, self._scale)
-        assert self._rng is not None
-        self._used += 1
-        if self._buf_pos >= len(self._buf):
-            self._buf = self._rng.standard_normal(self._CHUNK).tolist()
-            self._buf_pos = 0
-        value = self._buf[self._buf_pos]
-        self._buf_pos += 1
-        return float(value) * self._scale_f
-
     def _extend(self) -> None:
         have = self._z.size
         end = min(self._T, max(64, 2 * have))
-        draw = self._normal if self._m.gaussian else (lambda: self._noise(self._scale_f, self._scale))
-        fresh = np.array([draw() for _ in range(end - have)], dtype=np.float64)
+        fresh = np.array(
+            [self._noise(self._scale_f, self._scale) for _ in range(end - have)], dtype=np.float64
+        )
         self._z = np.concatenate([self._z, fresh])
         c = self._m.strategy_float(end)
         self._y = _fft_convolve(c, self._z, end)
@@ -546,15 +562,28 @@ def _parse_list(name: str, value: Any) -> list[Fraction]:
     return out
 
 
-def _poly_from_roots(thetas: Sequence[Fraction]) -> list[Fraction]:
-    """``Π_i (1 − θ_i x)``, lowest degree first."""
-    poly = [Fraction(1)]
+def _poly_from_roots(thetas: Sequence[Any]) -> list[Any]:
+    """``Π_i (1 − θ_i x)``, lowest degree first (any numbers: Fractions, sympy symbols)."""
+    poly: list[Any] = [Fraction(1)]
     for th in thetas:
         nxt = [*poly, Fraction(0)]
         for j, v in enumerate(poly):
             nxt[j + 1] -= th * v
         poly = nxt
     return poly
+
+
+def blt_polynomials(theta: Sequence[Any], omega: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """``(P, D)`` with ``D = Π_i(1 − θ_i x)`` and ``P = D·c`` for
+    ``c(x) = 1 + Σ_i ω_i x/(1 − θ_i x)``: ``P = D + x·Σ_i ω_i Π_{j≠i}(1 − θ_j x)``, lowest
+    degree first (generic arithmetic: ``proofs/factorization.py`` passes sympy symbols)."""
+    D = _poly_from_roots(theta)
+    P = [*D]
+    for i, w in enumerate(omega):
+        others = _poly_from_roots([t for j, t in enumerate(theta) if j != i])
+        for j, v in enumerate(others):
+            P[j + 1] += w * v
+    return P, D
 
 
 BLT_PRESETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -653,12 +682,7 @@ class BLT(ToeplitzFactorization):
     # ----------------------------------------------------- generating functions
     def polynomials(self) -> tuple[list[Fraction], list[Fraction]]:
         """``(P, D)``: ``c(x) = P(x)/D(x)``, exact, lowest degree first."""
-        D = _poly_from_roots(self.theta)
-        P = [*D, Fraction(0)] if len(D) < len(self.theta) + 1 else list(D)
-        for i, w in enumerate(self.omega):
-            others = _poly_from_roots([t for j, t in enumerate(self.theta) if j != i])
-            for j, v in enumerate(others):
-                P[j + 1] += w * v
+        P, D = blt_polynomials(self.theta, self.omega)
         while len(P) > 1 and P[-1] == 0:
             P.pop()
         return P, D
@@ -771,7 +795,7 @@ class BLT(ToeplitzFactorization):
         bound; for the frontier at large T)."""
         T = self._horizon_for(horizon)
         e = self.decoder_float(T)
-        return np.cumsum(e * e) * float(self.node_variance())
+        return np.cumsum(e * e) * float(self.unit_variance())
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _BLTOnline(self, rng, noise)
@@ -855,7 +879,6 @@ class _BLTOnline(OnlineCounter):
 
     def __init__(self, m: BLT, rng: Any, noise: Any) -> None:
         super().__init__(m, rng, noise)
-        self._gauss = m.gaussian
         self._scale = m.node_scale()
         self._scale_f = m._noise_float()
         self._theta = [float(t) for t in m.theta]
@@ -864,21 +887,9 @@ class _BLTOnline(OnlineCounter):
         self._y = 0.0
         self._count = 0.0
 
-    def _draw(self) -> float:
-        if not self._gauss or self._injected is not None:
-            return self._noise(self._scale_f, self._scale)
-        assert self._rng is not None
-        self._used += 1
-        if self._buf_pos >= len(self._buf):
-            self._buf = self._rng.standard_normal(self._CHUNK).tolist()
-            self._buf_pos = 0
-        value = self._buf[self._buf_pos]
-        self._buf_pos += 1
-        return float(value) * self._scale_f
-
     def step(self, x: Any) -> float:
         self._count += self._admit(x)
-        z = self._draw()
+        z = self._noise(self._scale_f, self._scale)
         s = self._s
         w = z
         for i, om in enumerate(self._omega):
