@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 from dpref.errors import ParameterError
-from dpref.plan import PlanCheck, PlanReport
+from dpref.plan import ExactSparse, PlanCheck, PlanReport
 from dpref.validation import ceil_float, fmt
 
 __all__ = [
@@ -129,7 +129,7 @@ class ScaledSeq:
         out = []
         den = self.denom
         for n in self.nums:
-            out.append(Fraction(n, den))
+            out.append(_coprime(n, den))
             den *= self.base
         return out
 
@@ -176,8 +176,23 @@ class ScaledSeq:
         for n in self.nums:
             running += n * n * scale
             scale //= g2 if scale >= g2 else 1
-            out.append(Fraction(running, den))
+            out.append(_coprime(running, den))
         return out
+
+
+def _coprime(num: int, den: int) -> Fraction:
+    """``num/den`` for a power-of-two ``den`` without a big gcd: the common factors are the
+    trailing zero bits of ``num``, removed by shifting (Fraction's own normalisation runs a
+    Lehmer gcd, quadratic in the size of ``den``: minutes for thousands of 10⁴-bit values)."""
+    if den & (den - 1) or num == 0:
+        return Fraction(num, den)
+    shift = min((num & -num).bit_length() - 1, den.bit_length() - 1)
+    n, d = num >> shift, den >> shift
+    make = getattr(Fraction, "_from_coprime_ints", None)
+    if make is not None:  # Python 3.12+
+        out: Fraction = make(n, d)
+        return out
+    return Fraction(n, d, _normalize=False)  # type: ignore[call-arg]  # Python 3.11
 
 
 def _scaled_sum(seq: ScaledSeq, squares: bool) -> Fraction:
@@ -190,7 +205,7 @@ def _scaled_sum(seq: ScaledSeq, squares: bool) -> Fraction:
     for n in seq.nums:
         acc = acc * g + (n * n if squares else abs(n))
     den = (seq.denom * seq.denom if squares else seq.denom) * g ** (m - 1)
-    return Fraction(acc, den)
+    return _coprime(acc, den)
 
 
 @dataclass(frozen=True, eq=False)
@@ -474,8 +489,8 @@ class ToeplitzPlan(_StrategyChecks):
     """A plan whose strategy C and decoder B are lower-triangular Toeplitz (T × T).
 
     Node n (row n of C, n = 1..T) covers items ``1..n`` with weights ``c_{n−i}`` and is
-    released at n (``c_0 ≠ 0``); every node has the same noise (``scale``: the Laplace
-    scale b, or the Gaussian variance σ²).
+    released at n (``c_0 ≠ 0``); every node has the same noise (``noise_scale``: the
+    Laplace scale b, or the Gaussian variance σ²).
     """
 
     name: str
@@ -486,7 +501,7 @@ class ToeplitzPlan(_StrategyChecks):
     """The coefficients c of C (at least T of them, or a generating function)."""
     decoder: ScaledSeq | RationalGF
     """The coefficients of B."""
-    scale: Fraction
+    noise_scale: Fraction
     """Per-node Laplace scale b, or Gaussian variance σ² (``noise_family``)."""
     sensitivity: Fraction
     """Δ."""
@@ -507,8 +522,8 @@ class ToeplitzPlan(_StrategyChecks):
     def __post_init__(self) -> None:
         if not 1 <= self.horizon <= MAX_TOEPLITZ:
             raise ParameterError(f"horizon={self.horizon}: must lie in [1, {MAX_TOEPLITZ}]")
-        if self.scale <= 0:
-            raise ParameterError(f"scale={self.scale}: must be > 0")
+        if self.noise_scale <= 0:
+            raise ParameterError(f"noise_scale={self.noise_scale}: must be > 0")
         _check_family(self.noise_family, self.declared_epsilon, self.declared_rho)
         for nm, seq in (("strategy", self.strategy), ("decoder", self.decoder)):
             if isinstance(seq, ScaledSeq) and len(seq) < self.horizon:
@@ -541,7 +556,7 @@ class ToeplitzPlan(_StrategyChecks):
     @cached_property
     def scales(self) -> FloatArray:
         """Per-node Laplace scale (rounded up), or Gaussian standard deviation √σ² (up)."""
-        return np.full(self.horizon, _noise_float(self.scale, self.noise_family))
+        return np.full(self.horizon, _noise_float(self.noise_scale, self.noise_family))
 
     # ------------------------------------------------------------ checks
     def check_unbiased(self) -> PlanCheck:
@@ -605,12 +620,12 @@ class ToeplitzPlan(_StrategyChecks):
     def privacy_sum(self) -> Fraction:
         """L1 sum ``S₁Δ/b`` (Laplace) or L2 sum ``S₂Δ²/σ²`` (Gaussian), exact."""
         if self.noise_family == "gaussian":
-            return self.column_square_sum() * self.sensitivity**2 / self.scale
-        return self.column_abs_sum() * self.sensitivity / self.scale
+            return self.column_square_sum() * self.sensitivity**2 / self.noise_scale
+        return self.column_abs_sum() * self.sensitivity / self.noise_scale
 
     def node_variance(self) -> Fraction:
         """The variance of one node's noise: ``2b²`` or ``σ²``."""
-        return 2 * self.scale**2 if self.noise_family == "laplace" else self.scale
+        return 2 * self.noise_scale**2 if self.noise_family == "laplace" else self.noise_scale
 
     def variance_exact(self) -> list[Fraction]:
         """``Var(out_t) = v · Σ_{k<t} b_k²`` (v the node variance), t = 1..T."""
@@ -624,7 +639,7 @@ class ToeplitzPlan(_StrategyChecks):
         out, best = [], Fraction(0)
         for c in self.strategy_seq.fractions():
             best = max(best, abs(c))
-            out.append((best * self.sensitivity) ** 2 / (2 * self.scale))
+            out.append((best * self.sensitivity) ** 2 / (2 * self.noise_scale))
         return out
 
     def per_node_epsilon(self) -> list[Fraction]:
@@ -636,8 +651,60 @@ class ToeplitzPlan(_StrategyChecks):
         out, best = [], Fraction(0)
         for c in self.strategy_seq.fractions():
             best = max(best, abs(c))
-            out.append(best * self.sensitivity / self.scale)
+            out.append(best * self.sensitivity / self.noise_scale)
         return out
+
+    # ------------------------------------------------- LinearPlan-style views
+    @property
+    def lo(self) -> IntArray:
+        """Node n covers items from 1 (interval starts, for reports)."""
+        return np.ones(self.horizon, dtype=np.int64)
+
+    @property
+    def hi(self) -> IntArray:
+        """Node n ends (and is released) at n."""
+        return self.release
+
+    @property
+    def base(self) -> Fraction:
+        """1: node weights are the coefficients c, not a geometric decay."""
+        return Fraction(1)
+
+    @property
+    def weight_table(self) -> tuple[Fraction, ...]:
+        """The distinct strategy coefficients ``c_k`` (node n has weight ``c_{n−i}`` on item i)."""
+        return tuple(dict.fromkeys(self.strategy_seq.fractions()))
+
+    def weight(self, n: int) -> Fraction:
+        """Node n's weight on its release item: ``c_0``."""
+        return self.strategy_seq.fraction(0)
+
+    def scale(self, n: int) -> Fraction:
+        """Node n's noise: the Laplace scale b or the Gaussian variance σ² (every node)."""
+        return self.noise_scale
+
+    @cached_property
+    def recombination(self) -> ExactSparse:
+        """B as an exact sparse matrix (T(T+1)/2 entries: small T)."""
+        if self.horizon > 8192:
+            raise ParameterError(f"horizon={self.horizon}: an explicit B is for T <= 8192")
+        rows, cols = np.tril_indices(self.horizon)
+        return ExactSparse.from_triples(
+            (self.horizon, self.horizon),
+            rows.astype(np.int64),
+            cols.astype(np.int64),
+            tuple(self.decoder_seq.fractions()),
+            (rows - cols).astype(np.int64),
+        )
+
+    def dense_A_exact(self) -> list[list[Fraction]]:
+        """C as a dense exact matrix (small T)."""
+        if self.horizon > 4096:
+            raise ParameterError(f"horizon={self.horizon}: too large for dense exact C")
+        c = self.strategy_seq.fractions()
+        zero = Fraction(0)
+        T = self.horizon
+        return [[c[n - i] if i <= n else zero for i in range(T)] for n in range(T)]
 
     # ------------------------------------------------------------ matrices
     def A(self) -> sp.csr_matrix:
@@ -993,7 +1060,7 @@ def dense_from_toeplitz(plan: ToeplitzPlan) -> DensePlan:
         name=plan.name,
         strategy=C,
         decoder=B,
-        node_scales=(plan.scale,) * T,
+        node_scales=(plan.noise_scale,) * T,
         sensitivity=plan.sensitivity,
         noise_family=plan.noise_family,
         declared_epsilon=plan.declared_epsilon,

@@ -189,9 +189,7 @@ def _matrix_float(name: str, value: Any, limit: int, ndim: int = 2) -> Any:
             if isinstance(v, bool) or not isinstance(v, int | float | str):
                 raise _error(f"{name}{idx}={_short(v)}: must be a number")
         try:
-            arr = np.array(
-                value if not _has_str(value) else _to_float_strings(name, value), dtype=np.float64
-            )
+            arr = np.array(_to_floats(name, value), dtype=np.float64)
         except (ValueError, OverflowError) as exc:
             raise _error(f"{name}: not an array of numbers ({exc})") from None
     elif isinstance(value, np.ndarray):
@@ -230,17 +228,18 @@ def _walk(value: Any, prefix: str = "") -> Any:
         yield prefix, value
 
 
-def _has_str(value: Any) -> bool:
-    return any(isinstance(v, str) for _, v in _walk(value))
-
-
-def _to_float_strings(name: str, value: Any) -> Any:
+def _to_floats(name: str, value: Any, idx: str = "") -> Any:
+    """Nested lists with rational strings converted to floats (an unparsable string or an
+    integer too large for a float is named by its index)."""
     from dpref.validation import check_fraction
 
     if isinstance(value, list):
-        return [_to_float_strings(name, v) for v in value]
-    if isinstance(value, str):
-        return float(check_fraction(name, value))
+        return [_to_floats(name, v, f"{idx}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, str | int):
+        try:
+            return float(check_fraction(f"{name}{idx}", value))
+        except OverflowError:
+            raise _error(f"{name}{idx}={_short(value)}: too large for a float") from None
     return value
 
 
@@ -278,19 +277,19 @@ def check_file(
     if want_eps is not None and sig is not None:
         raise _error(f"epsilon={epsilon} with sigma={sigma}: ε-DP needs Laplace noise (--scale)")
     path = Path(file)
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".npz"):
+        raise _error(f"file={file!r}: expected a .json or .npz file")
     try:
         size = path.stat().st_size
     except OSError as exc:
         raise _error(f"file={file!r}: cannot read ({exc.strerror})") from None
     if size > MAX_FILE_BYTES:
         raise _error(f"file={file!r}: {size:,} bytes, above {MAX_FILE_BYTES:,}")
-    suffix = path.suffix.lower()
     if suffix == ".json":
         doc, exact = _read_json(path)
-    elif suffix == ".npz":
-        doc, exact = _read_npz(path), False
     else:
-        raise _error(f"file={file!r}: expected a .json or .npz file")
+        doc, exact = _read_npz(path), False
     for key in ("C", "B"):
         if key not in doc:
             raise _error(f"{key}=missing: the file {file!r} has keys {sorted(doc)[:8]}")
@@ -422,7 +421,7 @@ def _float_core(doc: dict[str, Any], window: int | None, tol: float, delta: floa
     if noncausal.any():
         t, n = (int(v) for v in np.argwhere(noncausal)[0])
         raise _error(
-            f"B[{t}][{n}]={B[t, n]!r}: output t={t + 1} uses row {n} of C, released at "
+            f"B[{t}][{n}]={float(B[t, n])!r}: output t={t + 1} uses row {n} of C, released at "
             f"t={release[n]} (B is not causal; |entries| <= {tol:g} count as zero)"
         )
     prod = B @ C
@@ -433,7 +432,7 @@ def _float_core(doc: dict[str, Any], window: int | None, tol: float, delta: floa
     if err.max() > tol:
         t, i = (int(v) for v in np.argwhere(err > tol)[0])
         raise _error(
-            f"B·C[{t}][{i}]={prod[t, i]!r}: the target ({_target_name(window)}) has {q[t, i]:g}, "
+            f"B·C[{t}][{i}]={float(prod[t, i])!r}: the target ({_target_name(window)}) has {q[t, i]:g}, "
             f"off by {err[t, i]:.3g} > tolerance {tol:g}"
         )
     l1 = float(np.max(np.sum(np.abs(C) / s[:, None], axis=0))) * delta

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import mul
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -179,12 +180,32 @@ def sqrt_s2_upper(horizon: int) -> Fraction:
     return _round_up(head + mpf_fraction(tail) * (1 + Fraction(1, 10**40)))
 
 
-def _fft_convolve(coef: FloatArray, noise: FloatArray, horizon: int) -> FloatArray:
-    """``Σ_{n≤t} coef_{t−n} noise_n`` for t < T along the last axis (scipy.fft)."""
+@lru_cache(maxsize=4)
+def _sqrt_spectrum(horizon: int) -> tuple[int, npt.NDArray[np.complex128]]:
+    """``(size, rfft(c, size))`` of the square-root coefficients (cached: one per T)."""
     from scipy import fft
 
-    size = fft.next_fast_len(2 * horizon - 1, real=True)
-    fc = fft.rfft(coef[:horizon], size)
+    size = int(fft.next_fast_len(2 * horizon - 1, real=True))
+    out = fft.rfft(_sqrt_float_coefficients(horizon), size)
+    out.setflags(write=False)
+    return size, out
+
+
+def _fft_convolve(
+    coef: FloatArray,
+    noise: FloatArray,
+    horizon: int,
+    spectrum: tuple[int, npt.NDArray[np.complex128]] | None = None,
+) -> FloatArray:
+    """``Σ_{n≤t} coef_{t−n} noise_n`` for t < T along the last axis (scipy.fft; the
+    coefficients' spectrum may be given)."""
+    from scipy import fft
+
+    if spectrum is None:
+        size = fft.next_fast_len(2 * horizon - 1, real=True)
+        fc = fft.rfft(coef[:horizon], size)
+    else:
+        size, fc = spectrum
     fz = fft.rfft(noise, size, axis=-1)
     out: FloatArray = np.ascontiguousarray(fft.irfft(fz * fc, size, axis=-1)[..., :horizon])
     return out
@@ -325,7 +346,7 @@ class ToeplitzFactorization(Mechanism):
             horizon=t,
             strategy=strategy,
             decoder=decoder,
-            scale=self.node_scale(),
+            noise_scale=self.node_scale(),
             sensitivity=self.sensitivity,
             noise_family=family,
             declared_epsilon=self.epsilon,
@@ -450,8 +471,10 @@ class SqrtFactorization(ToeplitzFactorization):
         return horizon <= SQRT_EXACT_S2
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        """``(C z)_t``: one FFT convolution along the last axis."""
-        return _fft_convolve(self.strategy_float(horizon), noise, horizon)
+        """``(C z)_t``: one FFT convolution along the last axis (the spectrum of c is cached
+        per T)."""
+        spectrum = _sqrt_spectrum(horizon)
+        return _fft_convolve(np.zeros(0), noise, horizon, spectrum)
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _SqrtOnline(self, rng, noise)
@@ -519,9 +542,14 @@ class _SqrtOnline(OnlineCounter):
     def _extend(self) -> None:
         have = self._z.size
         end = min(self._T, max(64, 2 * have))
-        fresh = np.array(
-            [self._noise(self._scale_f, self._scale) for _ in range(end - have)], dtype=np.float64
-        )
+        if self._injected is None and self._rng is not None:  # continuous: buffered draws
+            self._used += end - have
+            fresh = np.array([self._standard() for _ in range(end - have)]) * self._scale_f
+        else:
+            fresh = np.array(
+                [self._noise(self._scale_f, self._scale) for _ in range(end - have)],
+                dtype=np.float64,
+            )
         self._z = np.concatenate([self._z, fresh])
         c = self._m.strategy_float(end)
         self._y = _fft_convolve(c, self._z, end)
@@ -601,8 +629,8 @@ class BLT(ToeplitzFactorization):
     Toeplitz factorization (Laplace ``S₁Δ/ε``, Gaussian ``S₂Δ²/(2ρ)``).  Online: the noise
     part ``(Q C⁻¹ z)_t`` comes from one running sum and one state per buffer —
     ``w_t = z_t − Σ_i ω_i s_i``, then ``s_i ← θ_i s_i + w_t`` — O(buffers) work per step
-    and memory independent of T.  Batch: the same recursion as an IIR filter
-    (``scipy.signal.lfilter(D, P)``, O(T·buffers)), then a cumulative sum.
+    and memory independent of T.  Batch: the same recursion, O(T·buffers) (vectorised over
+    runs); see :meth:`combine` for why not a polynomial IIR filter or an FFT.
 
     Parameters
     ----------
@@ -768,24 +796,44 @@ class BLT(ToeplitzFactorization):
     def _s2_exact(self, horizon: int) -> bool:
         return horizon <= BLT_EXACT_SUMS
 
-    def _filter(self) -> tuple[FloatArray, FloatArray]:
-        P, D = self.polynomials()
-        return (
-            np.array([float(v) for v in D], dtype=np.float64),
-            np.array([float(v) for v in P], dtype=np.float64),
-        )
-
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        """``Q C⁻¹ z``: ``w = lfilter(D, P, z)`` (``P(x)w(x) = D(x)z(x)``), then a cumsum."""
-        from scipy.signal import lfilter
+        """``Q C⁻¹ z`` by the buffer recursion of the online counter (the same operations in
+        the same order, so batch and online agree bit for bit): ``w_t = z_t − Σ_i ω_i s_i``,
+        ``s_i ← θ_i s_i + w_t``, output the running sum of w.  O(T·buffers).
 
-        num, den = self._filter()
-        w = lfilter(num, den, noise, axis=-1)
-        out: FloatArray = np.cumsum(w, axis=-1)
+        The direct-form filter ``lfilter(D, P)`` is not used: with decays within 10⁻⁶ of 1
+        the expanded polynomial coefficients lose the decoder's pole (a root of P within
+        10⁻⁶ of the unit circle) to rounding, while the buffer form works with θ and ω
+        themselves."""
+        th = [float(t) for t in self.theta]
+        om = [float(w) for w in self.omega]
+        if noise.ndim == 1:
+            out_list: list[float] = []
+            s = [0.0] * len(th)
+            y = 0.0
+            for z in noise.tolist():
+                w = z - sum(map(mul, om, s))
+                s = [t * v + w for t, v in zip(th, s)]  # noqa: B905 (equal lengths)
+                y += w
+                out_list.append(y)
+            return np.array(out_list, dtype=np.float64)
+        lead = noise.shape[:-1]
+        states = [np.zeros(lead) for _ in th]
+        acc = np.zeros(lead)
+        out = np.empty(noise.shape, dtype=np.float64)
+        for t in range(noise.shape[-1]):
+            w = noise[..., t].copy()
+            total = np.zeros(lead)
+            for o, st in zip(om, states, strict=True):
+                total = total + o * st
+            w = w - total
+            states = [th_i * st + w for th_i, st in zip(th, states, strict=True)]
+            acc = acc + w
+            out[..., t] = acc
         return out
 
     def decoder_float(self, horizon: int) -> FloatArray:
-        """The decoder coefficients as floats (impulse response of the filter)."""
+        """The decoder coefficients as floats (impulse response of the buffer recursion)."""
         impulse = np.zeros(horizon, dtype=np.float64)
         impulse[0] = 1.0
         return self.combine(impulse, horizon)
@@ -889,12 +937,13 @@ class _BLTOnline(OnlineCounter):
 
     def step(self, x: Any) -> float:
         self._count += self._admit(x)
-        z = self._noise(self._scale_f, self._scale)
+        if self._injected is None:  # continuous noise: the buffered standard draws
+            self._used += 1
+            z = self._standard() * self._scale_f
+        else:
+            z = self._noise(self._scale_f, self._scale)
         s = self._s
-        w = z
-        for i, om in enumerate(self._omega):
-            w -= om * s[i]
-        for i, th in enumerate(self._theta):
-            s[i] = th * s[i] + w
+        w = z - sum(map(mul, self._omega, s))
+        self._s = [t * v + w for t, v in zip(self._theta, s)]  # noqa: B905 (equal lengths)
         self._y += w
         return self._count + self._y
