@@ -240,9 +240,44 @@ def test_blt_preset_is_within_five_percent_of_sqrt_at_two_to_the_twenty() -> Non
     T = 2**20
     blt = BLT(rho=Fraction(1, 2), horizon=T)
     assert blt.buffers <= 5
-    sqrt_max = float(fz.sqrt_s2(T)) ** 2
+    sqrt_max = float(SqrtFactorization(rho=Fraction(1, 2), horizon=T).variance_upper().max())
     blt_max = float(blt.variance_float().max())
     assert blt_max <= 31.5 and blt_max <= 1.05 * sqrt_max, (blt_max, sqrt_max)
+    # the float buffer recursion agrees with the 50-digit closed form
+    import mpmath
+
+    ctx = mpmath.MPContext()
+    ctx.dps = 50
+    exact = float(fz._blt_max_variance_factor(ctx, list(blt.theta), list(blt.omega), T))
+    assert blt_max == pytest.approx(exact, rel=1e-9)
+
+
+def test_blt_optimise_returns_a_valid_rational_blt_that_beats_its_start() -> None:
+    import mpmath
+
+    m = BLT.optimise(128, 2, starts=1, max_evaluations=120, seed=1)
+    assert m.buffers == 2 and all(t.denominator <= 2**32 for t in m.theta)
+    ctx = mpmath.MPContext()
+    ctx.dps = 50
+    got = float(fz._blt_max_variance_factor(ctx, list(m.theta), list(m.omega), 128))
+    # ρ = 1/2, Δ = 1: σ² = S₂, so the largest exact variance is the objective S₂·Σ b_k²
+    assert got == pytest.approx(float(m.variance_exact(128)[-1]), rel=1e-12)
+    one = BLT(rho=Fraction(1, 2), horizon=128, theta="1/2", omega="1/2")
+    assert got < float(fz._blt_max_variance_factor(ctx, list(one.theta), list(one.omega), 128))
+
+
+def test_docs_numbers_are_what_the_code_prints() -> None:
+    from dpref.cli.plan import _text, check_file
+
+    doc = (ROOT / "docs" / "factorization.md").read_text()
+    for name, kw in (
+        ("sqrt-T8.json", {"rho": "1/2"}),
+        ("binary-T4.json", {"epsilon": "1"}),
+        ("sqrt-T64.npz", {"sigma": "2", "rho": "1/2"}),
+    ):
+        assert _text(check_file(str(EXAMPLES / name), **kw)).replace(str(EXAMPLES), "docs/examples") in doc
+    blt = BLT(rho=Fraction(1, 2), horizon=2**20).variance_float()
+    assert f"| {blt.max():.4f} | {blt.mean():.4f} |" in doc
 
 
 def test_blt_preset_exact_plan_at_moderate_t() -> None:
