@@ -192,7 +192,10 @@ def _coprime(num: int, den: int) -> Fraction:
     if make is not None:  # Python 3.12+
         out: Fraction = make(n, d)
         return out
-    return Fraction(n, d, _normalize=False)  # type: ignore[call-arg]  # Python 3.11
+    plain: Any = Fraction  # Python 3.11: the private keyword skips the gcd
+    out = plain(n, d, _normalize=False)
+    assert isinstance(out, Fraction)
+    return out
 
 
 def _scaled_sum(seq: ScaledSeq, squares: bool) -> Fraction:
@@ -422,7 +425,9 @@ class _StrategyChecks:
         total = self.privacy_sum()
         bound = self.privacy_bound
         if bound is None:
-            return PlanCheck("privacy", True, f"privacy sum {_show(total)} (no budget declared)"), total
+            return PlanCheck(
+                "privacy", True, f"privacy sum {_show(total)} (no budget declared)"
+            ), total
         ok = total <= bound
         if self.noise_family == "gaussian":
             detail = f"max_i Σ_n C_ni²Δ²/σ_n² = {_show(total)} (declared 2ρ = {_show(bound)})"
@@ -450,7 +455,11 @@ class _StrategyChecks:
                 )
             else:
                 bad = next(
-                    (t for t, (a, b) in enumerate(zip(plan_var, variance_formula), 1) if a != b),
+                    (
+                        t
+                        for t, (a, b) in enumerate(zip(plan_var, variance_formula, strict=True), 1)
+                        if a != b
+                    ),
                     None,
                 )
                 if bad is None:
@@ -582,10 +591,10 @@ class ToeplitzPlan(_StrategyChecks):
         base = lcm(c.base, e.base)
         a, b = c.rebased(base), e.rebased(base)
         scale = c.denom * e.denom
-        target = []
+        target: list[int] = []
         f = scale
-        for q in target_coefficients(self.horizon, self.window):
-            target.append(q * f)
+        for qk in target_coefficients(self.horizon, self.window):
+            target.append(qk * f)
             f *= base
         found = convolution_mismatch(a, b, target)
         if found is None:
@@ -762,8 +771,9 @@ def _gf_mismatch(gf: RationalGF, seq: ScaledSeq) -> str | None:
         # general fallback: exact Fractions
         vals = seq.fractions()
         for k in range(T):
-            acc = sum((gf.den[j] * vals[k - j] for j in range(min(k, len(gf.den) - 1) + 1)),
-                      Fraction(0))
+            acc = sum(
+                (gf.den[j] * vals[k - j] for j in range(min(k, len(gf.den) - 1) + 1)), Fraction(0)
+            )
             want = gf.num[k] if k < len(gf.num) else Fraction(0)
             if acc != want:
                 return f"coefficient c_{k} is not that of the generating function"
@@ -948,8 +958,7 @@ class DensePlan(_StrategyChecks):
         else:
             v = list(self.node_scales)
         return [
-            sum((x * x * v[n] for n, x in enumerate(row) if x), Fraction(0))
-            for row in self.decoder
+            sum((x * x * v[n] for n, x in enumerate(row) if x), Fraction(0)) for row in self.decoder
         ]
 
     def C_float(self) -> FloatArray:
@@ -1042,9 +1051,7 @@ def dense_mismatch(
     if not bad.any():
         return None
     t, i = (int(v) for v in np.argwhere(bad)[0])
-    got = sum(
-        (decoder[t][n] * strategy[n][i] for n in range(nodes) if decoder[t][n]), Fraction(0)
-    )
+    got = sum((decoder[t][n] * strategy[n][i] for n in range(nodes) if decoder[t][n]), Fraction(0))
     return t + 1, i + 1, got, Fraction(int(q[t, i]))
 
 

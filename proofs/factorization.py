@@ -51,7 +51,7 @@ buffers, using the module's own polynomial builder.)
 
 The plans are checked exactly for every T ≤ 64 (Laplace and Gaussian), and at T = ``limit``
 (4096 by default, Laplace): SqrtFactorization by the Kronecker-substitution convolution, the
-BLT examples in full, the shipped BLT preset (Gaussian) (whose decoder denominators grow too fast for
+BLT examples in full, the shipped BLT preset (Gaussian; its decoder denominators grow too fast for
 per-step Fractions) for ``B·C = Q`` (polynomial identity plus the coefficients checked
 against the generating function) and the privacy sum — evidence, labelled as such.
 
@@ -69,6 +69,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import sympy as sp
@@ -127,9 +128,7 @@ def _columns() -> Outcome:
     check_sign(sp.Abs(ck), "nonnegative", "|c_k|")
     check_sign(ck**2, "nonnegative", "c_k²")
     for T in range(1, SMALL + 1):
-        plan = dense_from_toeplitz(
-            SqrtFactorization(epsilon=1, horizon=T).plan(T)
-        )
+        plan = dense_from_toeplitz(SqrtFactorization(epsilon=1, horizon=T).plan(T))
         for squares in (False, True):
             sums = plan.column_sums(squares)
             if max(sums) != sums[0]:
@@ -181,9 +180,7 @@ def _blt_validity() -> Outcome:
         d_x = sum(sp.sympify(v) * _x**j for j, v in enumerate(D))
         c_x = 1 + sum(w * _x / (1 - t * _x) for t, w in zip(thetas, omegas, strict=True))
         check_identity(p_x, d_x * c_x, f"P = D·c with {d} buffers")
-        check_identity(
-            (d_x / ((1 - _x) * p_x)) * (p_x / d_x), 1 / (1 - _x), "b(x)c(x) = 1/(1−x)"
-        )
+        check_identity((d_x / ((1 - _x) * p_x)) * (p_x / d_x), 1 / (1 - _x), "b(x)c(x) = 1/(1−x)")
     return proven(
         "0<θ_i<1, ω_i>0, Σω_i≤1 ⇒ c positive non-increasing; c = P/D; b(x)c(x) = 1/(1−x)",
         "c_k − c_{k+1} = Σ ω_i θ_i^{k−1}(1−θ_i) > 0; P = D·c checked symbolically for 1–3 buffers",
@@ -200,13 +197,17 @@ def _plan_check(m: Any, horizon: int, variance: bool = True) -> str | None:
     return None
 
 
+def _build(cls: type[Any], kwargs: dict[str, Any], horizon: int) -> Any:
+    return cls(horizon=horizon, **kwargs)
+
+
 def _exhaustive(cls: type[Any], limit: int) -> Outcome:
     small = min(SMALL, limit)
     builders: list[Callable[[int], Any]] = []
     for ex in cls.examples:
-        kw = dict(ex.params)
-        builders.append(lambda T, kw=kw: cls(epsilon=Fraction(7, 10), horizon=T, **kw))
-        builders.append(lambda T, kw=kw: cls(rho=Fraction(1, 2), horizon=T, **kw))
+        kw: dict[str, Any] = dict(ex.params)
+        builders.append(partial(_build, cls, {"epsilon": Fraction(7, 10), **kw}))
+        builders.append(partial(_build, cls, {"rho": Fraction(1, 2), **kw}))
     for T in range(1, small + 1):
         for build in builders:
             bad = _plan_check(build(T), T)

@@ -37,7 +37,10 @@ sqrt(2/RUNS) = 1 %, so a 10 % scale error (21 % in variance) is ≥ 20 standard 
 
 # ------------------------------------------------------------ exact convolution
 def _naive(a: list[int], b: list[int], n: int) -> list[int]:
-    return [sum(a[j] * b[k - j] for j in range(k + 1) if j < len(a) and k - j < len(b)) for k in range(n)]
+    return [
+        sum(a[j] * b[k - j] for j in range(k + 1) if j < len(a) and k - j < len(b))
+        for k in range(n)
+    ]
 
 
 @pytest.mark.parametrize("n", [1, 5, 40, 193, 700])
@@ -86,7 +89,9 @@ def test_rational_gf_expansion_and_window_target() -> None:
         "w", T, ident, window, Fraction(1), Fraction(1), declared_epsilon=Fraction(1), window=W
     )
     assert plan.check_unbiased().passed
-    prefix = ToeplitzPlan("p", T, ident, window, Fraction(1), Fraction(1), declared_epsilon=Fraction(1))
+    prefix = ToeplitzPlan(
+        "p", T, ident, window, Fraction(1), Fraction(1), declared_epsilon=Fraction(1)
+    )
     assert not prefix.check_unbiased().passed
 
 
@@ -156,7 +161,9 @@ def test_variance_upper_bounds_the_exact_variance_tightly() -> None:
     assert rel <= 1e-12
 
 
-@pytest.mark.parametrize("cls_kw", [(SqrtFactorization, {}), (BLT, {"theta": "1/2,7/8", "omega": "1/4,1/8"})])
+@pytest.mark.parametrize(
+    "cls_kw", [(SqrtFactorization, {}), (BLT, {"theta": "1/2,7/8", "omega": "1/4,1/8"})]
+)
 def test_gaussian_plans_spend_exactly_2rho(cls_kw: tuple[Any, dict[str, Any]]) -> None:
     cls, kw = cls_kw
     for T in (1, 2, 9, 100):
@@ -221,7 +228,12 @@ def test_blt_valid_strategy_is_positive_and_non_increasing() -> None:
     m = BLT(epsilon=1, horizon=200, theta="1/2,7/8,99/100", omega="1/4,1/8,1/16")
     c = m.strategy_exact(200).fractions()
     assert c[0] == 1 and all(c[k] > 0 and c[k + 1] <= c[k] for k in range(199))
-    assert c[3] == Fraction(1, 4) * Fraction(1, 2) ** 2 + Fraction(1, 8) * Fraction(7, 8) ** 2 + Fraction(1, 16) * Fraction(99, 100) ** 2
+    assert (
+        c[3]
+        == Fraction(1, 4) * Fraction(1, 2) ** 2
+        + Fraction(1, 8) * Fraction(7, 8) ** 2
+        + Fraction(1, 16) * Fraction(99, 100) ** 2
+    )
 
 
 def test_blt_decoder_is_q_times_c_inverse_and_online_is_o_buffers() -> None:
@@ -275,7 +287,10 @@ def test_docs_numbers_are_what_the_code_prints() -> None:
         ("binary-T4.json", {"epsilon": "1"}),
         ("sqrt-T64.npz", {"sigma": "2", "rho": "1/2"}),
     ):
-        assert _text(check_file(str(EXAMPLES / name), **kw)).replace(str(EXAMPLES), "docs/examples") in doc
+        assert (
+            _text(check_file(str(EXAMPLES / name), **kw)).replace(str(EXAMPLES), "docs/examples")
+            in doc
+        )
     blt = BLT(rho=Fraction(1, 2), horizon=2**20).variance_float()
     assert f"| {blt.max():.4f} | {blt.mean():.4f} |" in doc
 
@@ -287,7 +302,9 @@ def test_blt_preset_exact_plan_at_moderate_t() -> None:
 
 
 # ------------------------------------------------------------ dpref plan check
-def _cli(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+def _cli(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, str]:
     """``dpref plan ...`` through dpref.cli.main with this checkout's plan command added (the
     entry point needs a reinstall to be visible)."""
     import dpref.cli as cli
@@ -305,16 +322,22 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytes
     return code, out.out, out.err
 
 
-def test_plan_check_examples(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_check_examples(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, err = _cli(
-        ["plan", "check", str(EXAMPLES / "sqrt-T8.json"), "--rho", "1/2", "--json"], capsys, monkeypatch
+        ["plan", "check", str(EXAMPLES / "sqrt-T8.json"), "--rho", "1/2", "--json"],
+        capsys,
+        monkeypatch,
     )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["unbiased"] and doc["causal"] and doc["mode"] == "exact"
     assert Fraction(doc["sensitivity_l2_squared_exact"]) == fz.sqrt_s2(8)
     assert Fraction(doc["variance"]["max_exact"]) == fz.sqrt_s2(8) ** 2
-    code, out, _ = _cli(["plan", "check", str(EXAMPLES / "binary-T4.json"), "--epsilon", "1"], capsys, monkeypatch)
+    code, out, _ = _cli(
+        ["plan", "check", str(EXAMPLES / "binary-T4.json"), "--epsilon", "1"], capsys, monkeypatch
+    )
     assert code == 0 and "Laplace scale needed for ε: 3" in out
     code, out, _ = _cli(
         ["plan", "check", str(EXAMPLES / "sqrt-T64.npz"), "--sigma", "1", "--rho", "1/2", "--json"],
@@ -348,17 +371,39 @@ BINARY_B = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 1, 0], [0, 0, 0, 1]]
         ({"C": [[1, 0], [1]], "B": BINARY_B}, "C[1]: 1 entries"),
         ({"C": BINARY_C, "B": BINARY_B, "scales": [1, 1, 0, 1]}, "scales[2]=0"),
         ({"C": BINARY_C, "B": BINARY_B, "scales": [1, 1]}, "scales: 2 entries"),
-        ({"C": [[1, 0, 0, 0], [1, "x", 0, 0], [0, 0, 1, 0], [1, 1, 1, 1]], "B": BINARY_B}, "C[1][1]="),
-        ({"C": [[1, 0, 0, 0], [1, True, 0, 0], [0, 0, 1, 0], [1, 1, 1, 1]], "B": BINARY_B}, "C[1][1]=True"),
-        ({"C": [[1.0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [1, 1, 1, "inf"]], "B": BINARY_B}, "C[3][3]="),
+        (
+            {"C": [[1, 0, 0, 0], [1, "x", 0, 0], [0, 0, 1, 0], [1, 1, 1, 1]], "B": BINARY_B},
+            "C[1][1]=",
+        ),
+        (
+            {"C": [[1, 0, 0, 0], [1, True, 0, 0], [0, 0, 1, 0], [1, 1, 1, 1]], "B": BINARY_B},
+            "C[1][1]=True",
+        ),
+        (
+            {"C": [[1.0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [1, 1, 1, "inf"]], "B": BINARY_B},
+            "C[3][3]=",
+        ),
         ('{"C": [[1.0, 0], [1, Infinity]], "B": [[1, 0], [0, 1]]}', "C[1][1]=inf"),
         ({"C": BINARY_C, "B": [[0, 1, 0, 0], *BINARY_B[1:]]}, "B[0][1]=1: output t=1 uses row 1"),
-        ({"C": BINARY_C, "B": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1]]}, "B·C[2][2]=0"),
-        ({"C": [[1.0, 0, 0, 0], *BINARY_C[1:]], "B": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0.5, 0], [0, 0, 0, 1]]}, "B·C[2][2]=0.5"),
+        (
+            {"C": BINARY_C, "B": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1]]},
+            "B·C[2][2]=0",
+        ),
+        (
+            {
+                "C": [[1.0, 0, 0, 0], *BINARY_C[1:]],
+                "B": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0.5, 0], [0, 0, 0, 1]],
+            },
+            "B·C[2][2]=0.5",
+        ),
     ],
 )
 def test_plan_check_bad_files_exit_2_with_one_line(
-    doc: Any, named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    doc: Any,
+    named: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path = _write(tmp_path, "plan.json", doc)
     code, out, err = _cli(["plan", "check", path], capsys, monkeypatch)
@@ -373,7 +418,7 @@ def test_plan_check_bad_npz_and_size_limit(tmp_path: Path, monkeypatch: pytest.M
 
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
-    with pytest.raises(ParameterError, match="not a valid .npz"):
+    with pytest.raises(ParameterError, match=r"not a valid \.npz"):
         plan_cmd.check_file(str(bad))
     arr = tmp_path / "nan.npz"
     C = np.eye(3)
@@ -390,7 +435,7 @@ def test_plan_check_bad_npz_and_size_limit(tmp_path: Path, monkeypatch: pytest.M
         plan_cmd.check_file(str(EXAMPLES / "sqrt-T8.json"))
     with pytest.raises(ParameterError, match="file="):
         plan_cmd.check_file(str(tmp_path / "missing.json"))
-    with pytest.raises(ParameterError, match="expected a .json or .npz"):
+    with pytest.raises(ParameterError, match=r"expected a \.json or \.npz"):
         plan_cmd.check_file(str(EXAMPLES.parent / "factorization.md"))
 
 

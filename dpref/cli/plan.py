@@ -140,9 +140,7 @@ def _read_npz(path: Path) -> dict[str, Any]:
     except (zipfile.BadZipFile, OSError) as exc:
         raise _error(f"file={str(path)!r}: not a valid .npz archive ({exc})") from None
     if total > MAX_FILE_BYTES:
-        raise _error(
-            f"file={str(path)!r}: {total:,} bytes uncompressed, above {MAX_FILE_BYTES:,}"
-        )
+        raise _error(f"file={str(path)!r}: {total:,} bytes uncompressed, above {MAX_FILE_BYTES:,}")
     try:
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
@@ -273,7 +271,9 @@ def check_file(
     sig = None if sigma is None else _positive("sigma", sigma)
     lap = None if scale is None else _positive("scale", scale)
     if want_rho is not None and lap is not None:
-        raise _error(f"rho={rho} with scale={scale}: ρ-zCDP is accounted for Gaussian noise (--sigma)")
+        raise _error(
+            f"rho={rho} with scale={scale}: ρ-zCDP is accounted for Gaussian noise (--sigma)"
+        )
     if want_eps is not None and sig is not None:
         raise _error(f"epsilon={epsilon} with sigma={sigma}: ε-DP needs Laplace noise (--scale)")
     path = Path(file)
@@ -312,9 +312,7 @@ def check_file(
 
 def _shape_checks(nodes: int, horizon: int, b_rows: int, b_cols: int, n_scales: int | None) -> None:
     if b_rows != horizon or b_cols != nodes:
-        raise _error(
-            f"B: shape ({b_rows}, {b_cols}), need (T, rows of C) = ({horizon}, {nodes})"
-        )
+        raise _error(f"B: shape ({b_rows}, {b_cols}), need (T, rows of C) = ({horizon}, {nodes})")
     if n_scales is not None and n_scales != nodes:
         raise _error(f"scales: {n_scales} entries, need one per row of C ({nodes})")
 
@@ -349,7 +347,9 @@ def _exact_core(doc: dict[str, Any], window: int | None, delta: Fraction) -> dic
     l2 = max(
         sum((C[n][i] ** 2 / s[n] ** 2 for n in range(nodes)), Fraction(0)) for i in range(horizon)
     )
-    var_unit = [sum((B[t][n] ** 2 * s[n] ** 2 for n in range(nodes)), Fraction(0)) for t in range(horizon)]
+    var_unit = [
+        sum((B[t][n] ** 2 * s[n] ** 2 for n in range(nodes)), Fraction(0)) for t in range(horizon)
+    ]
     return {
         "l1": l1 * delta,
         "l2": l2 * delta**2,
@@ -399,7 +399,9 @@ def _core_report(
     }
 
 
-def _float_core(doc: dict[str, Any], window: int | None, tol: float, delta: float) -> dict[str, Any]:
+def _float_core(
+    doc: dict[str, Any], window: int | None, tol: float, delta: float
+) -> dict[str, Any]:
     import numpy as np
 
     C = _matrix_float("C", doc["C"], MAX_FLOAT_ROWS)
@@ -432,7 +434,8 @@ def _float_core(doc: dict[str, Any], window: int | None, tol: float, delta: floa
     if err.max() > tol:
         t, i = (int(v) for v in np.argwhere(err > tol)[0])
         raise _error(
-            f"B·C[{t}][{i}]={float(prod[t, i])!r}: the target ({_target_name(window)}) has {q[t, i]:g}, "
+            f"B·C[{t}][{i}]={float(prod[t, i])!r}: the target ({_target_name(window)}) has "
+            f"{q[t, i]:g}, "
             f"off by {err[t, i]:.3g} > tolerance {tol:g}"
         )
     l1 = float(np.max(np.sum(np.abs(C) / s[:, None], axis=0))) * delta
@@ -530,7 +533,8 @@ def _var_summary(var_unit: list[Any], factor: Any, exact: bool) -> dict[str, Any
 
 def _text(report: dict[str, Any]) -> str:
     lines = [
-        f"plan {report['file']} ({report['mode']}): {report['nodes']} rows, T = {report['horizon']}",
+        f"plan {report['file']} ({report['mode']}): {report['nodes']} rows, "
+        f"T = {report['horizon']}",
         f"  B·C = {report['target']}: yes; causal: yes; "
         f"canonical order = row order: {'yes' if report['canonical_order_is_row_order'] else 'no'}",
         f"  sensitivity: L1 = {report['sensitivity_l1']:.6g}, "
@@ -547,9 +551,7 @@ def _text(report: dict[str, Any]) -> str:
     var = report.get("variance") or report.get("variance_per_unit_noise_variance")
     label = "variance" if "variance" in report else "variance per unit node variance"
     assert var is not None
-    lines.append(
-        f"  {label}: max {var['max']:.6g} (t = {var['argmax_t']}), mean {var['mean']:.6g}"
-    )
+    lines.append(f"  {label}: max {var['max']:.6g} (t = {var['argmax_t']}), mean {var['mean']:.6g}")
     if report["noise_sufficient"] is not None:
         lines.append(f"  noise sufficient: {'yes' if report['noise_sufficient'] else 'NO'}")
     return "\n".join(lines)

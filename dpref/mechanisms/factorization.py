@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from operator import mul
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, ClassVar
+from operator import mul
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -267,6 +267,14 @@ class ToeplitzFactorization(Mechanism):
         """``S₂(T) = Σ_{k<T} c_k²`` (exact, or a rigorous upper bound at large T)."""
         raise NotImplementedError
 
+    @classmethod
+    def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
+        """None for the pure-ε frontier (``dpref frontier --epsilon``): under Laplace noise a
+        Toeplitz factorization is dominated (S₁ ≈ 2√(T/π) grows polynomially), and its exact
+        per-step variance at large T is not a short list of Fractions.  A Gaussian table
+        reads :meth:`SqrtFactorization.variance_upper` / :meth:`BLT.variance_float`."""
+        return []
+
     # ------------------------------------------------------------- privacy
     def _t(self) -> int:
         assert self.horizon is not None
@@ -340,7 +348,7 @@ class ToeplitzFactorization(Mechanism):
         if gfs is not None:
             strategy = gfs[0]
             decoder = gfs[1]
-        family = "gaussian" if self.gaussian else "laplace"
+        family: Literal["laplace", "gaussian"] = "gaussian" if self.gaussian else "laplace"
         return ToeplitzPlan(
             name=repr(self),
             horizon=t,
@@ -382,7 +390,10 @@ class ToeplitzFactorization(Mechanism):
         seq = dec.expand(t) if isinstance(dec, RationalGF) else dec
         rows, cols = np.tril_indices(t)
         return ExactSparse.from_triples(
-            (t, t), rows.astype(np.int64), cols.astype(np.int64), tuple(seq.fractions()),
+            (t, t),
+            rows.astype(np.int64),
+            cols.astype(np.int64),
+            tuple(seq.fractions()),
             (rows - cols).astype(np.int64),
         )
 
@@ -422,7 +433,6 @@ class ToeplitzFactorization(Mechanism):
         z = standard_normal(gen, shape) if self.gaussian else standard_laplace(gen, shape)
         z *= scale
         return np.asarray(z, dtype=np.float64)
-
 
 
 class SqrtFactorization(ToeplitzFactorization):
@@ -782,9 +792,7 @@ class BLT(ToeplitzFactorization):
                 (w * (1 - t**n) / (1 - t) for t, w in zip(self.theta, self.omega, strict=True)),
                 Fraction(0),
             )
-        return self._upper(
-            [(w, t) for t, w in zip(self.theta, self.omega, strict=True)], n
-        )
+        return self._upper([(w, t) for t, w in zip(self.theta, self.omega, strict=True)], n)
 
     def s2(self, horizon: int) -> Fraction:
         """``1 + Σ_{i,j} ω_iω_j (1 − (θ_iθ_j)^{T−1})/(1 − θ_iθ_j)``: exact up to
@@ -897,7 +905,7 @@ class BLT(ToeplitzFactorization):
         validates the parameters exactly.  Slow (seconds to minutes): the preset in
         :data:`BLT_PRESETS` ships the result for T = 2²⁰, 5 buffers.
         """
-        import mpmath
+        import mpmath  # type: ignore[import-untyped]
         from scipy.optimize import minimize
 
         from dpref.validation import check_int_range
@@ -984,7 +992,11 @@ def _blt_max_variance_factor(
     for a, p in zip(alpha, ratio, strict=True):
         for b, q in zip(alpha, ratio, strict=True):
             pq = p * q
-            e2 += a * b * (horizon if abs(pq - 1) < ctx.mpf(10) ** -40 else (1 - pq**horizon) / (1 - pq))
+            e2 += (
+                a
+                * b
+                * (horizon if abs(pq - 1) < ctx.mpf(10) ** -40 else (1 - pq**horizon) / (1 - pq))
+            )
     s2 = 1 + ctx.fsum(
         wi * wj * (1 - (ti * tj) ** (horizon - 1)) / (1 - ti * tj)
         for ti, wi in zip(th, om, strict=True)
