@@ -449,6 +449,8 @@ def test_plan_check_bad_npz_and_size_limit(tmp_path: Path, monkeypatch: pytest.M
         ({"epsilon": "1", "sigma": "2"}, "epsilon=1 with sigma=2"),
         ({"tolerance": "0"}, "tolerance="),
         ({"sigma": "nan"}, "sigma="),
+        ({"epsilon": "1e4000"}, "epsilon="),
+        ({"rho": "1e-4000"}, "rho="),
     ],
 )
 def test_plan_check_bad_options(kw: dict[str, Any], named: str) -> None:

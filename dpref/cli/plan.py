@@ -93,9 +93,13 @@ def _error(message: str) -> Exception:
 
 
 def _positive(name: str, text: Any) -> Fraction:
+    """A positive exact number in [2^-400, 2^400] (so every float of the report is finite)."""
     from dpref.validation import check_epsilon
 
-    return check_epsilon(name, text)
+    value = check_epsilon(name, text)
+    if not Fraction(1, 2**400) <= value <= 2**400:
+        raise _error(f"{name}={text!r}: must lie in [2^-400, 2^400]")
+    return value
 
 
 def _parse_target(text: str) -> int | None:

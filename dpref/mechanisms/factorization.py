@@ -429,6 +429,8 @@ class ToeplitzFactorization(Mechanism):
         t = self._horizon_for(horizon)
         gen = make_rng(rng)
         shape: tuple[int, ...] = (t,) if runs is None else (check_runs("runs", runs), t)
+        if len(shape) == 2 and shape[0] * t >= 2**62:
+            raise ParameterError(f"runs={runs}: {shape[0]} × {t} node draws is too many")
         scale = self._noise_float()  # before drawing
         z = standard_normal(gen, shape) if self.gaussian else standard_laplace(gen, shape)
         z *= scale
@@ -578,8 +580,10 @@ def _parse_list(name: str, value: Any) -> list[Fraction]:
         if len(parts) > MAX_BUFFERS or len(value) > 4000:
             raise ParameterError(f"{name}={fmt(value)}: at most {MAX_BUFFERS} buffers")
         items: list[Any] = [p.strip() for p in parts]
-    elif isinstance(value, Sequence | np.ndarray) and not isinstance(value, bytes):
+    elif isinstance(value, Sequence) and not isinstance(value, bytes):
         items = list(value)
+    elif isinstance(value, np.ndarray) and value.ndim == 1:
+        items = value.tolist()
     else:
         raise DprefTypeError(
             f"{name}={fmt(value)}: must be a sequence of exact numbers or a string "
