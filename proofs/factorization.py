@@ -29,7 +29,7 @@ Theorem (budget).  With ``b = S₁Δ/ε`` the L1 privacy sum is ``S₁Δ/b = ε`
 mechanism on the node vector); with ``σ² = S₂Δ²/(2ρ)`` the L2 sum is ``S₂Δ²/σ² = 2ρ``, and
 the Gaussian mechanism with L2 sensitivity s and variance σ² is ``s²/(2σ²)``-zCDP (Bun,
 Steinke 2016, Prop. 1.6): ρ.  Where S₁ or S₂ is replaced by a rigorous upper bound (T above
-``SQRT_EXACT_S1``/``SQRT_EXACT_S2``, ``BLT_EXACT_SUMS``) the sums are at most ε and 2ρ.  ∎
+``SQRT_EXACT_S1``/``SQRT_EXACT_S2``, ``BLT_EXACT_BITS``) the sums are at most ε and 2ρ.  ∎
 (sympy, reading the classes' own ``budget_terms``.)
 
 Theorem (square-root bounds).  ``S₁(T) = (2T−1)c_{T−1}``, and ``c_k² < 1/(π(k + 1/4))``

@@ -53,6 +53,7 @@ from dpref.validation import ceil_float, check_fraction, fmt, fmt_sequence
 
 __all__ = [
     "BLT",
+    "BLT_EXACT_BITS",
     "BLT_PRESETS",
     "MAX_BUFFERS",
     "SQRT_EXACT_S1",
@@ -78,8 +79,10 @@ SQRT_EXACT_S1 = 2**16
 bound (the L1 privacy sum is then ≤ ε)."""
 MAX_BUFFERS = 16
 """Most BLT buffers accepted."""
-BLT_EXACT_SUMS = 2**16
-"""Up to this T, BLT's S₁ and S₂ are exact closed forms; above, rigorous upper bounds."""
+BLT_EXACT_BITS = 2**18
+"""BLT's S₁ and S₂ are exact closed forms while ``T·log₂(den(θ_iθ_j))`` — the size of the
+powers ``(θ_iθ_j)^{T−1}`` they contain — stays at most this (for the 2⁻³²-grid preset: T ≤
+4096; for decays with 3-bit denominators: T ≤ 43,690); above, rigorous upper bounds."""
 _BOUND_DENOMINATOR = 2**64
 """Denominator of the rational upper bounds (small, so scales stay short Fractions)."""
 _BLOCK = 256
@@ -788,10 +791,10 @@ class BLT(ToeplitzFactorization):
         return self.decoder_gf()[1]
 
     def s1(self, horizon: int) -> Fraction:
-        """``1 + Σ_i ω_i (1 − θ_i^{T−1})/(1 − θ_i)``: exact up to :data:`BLT_EXACT_SUMS`,
+        """``1 + Σ_i ω_i (1 − θ_i^{T−1})/(1 − θ_i)``: exact while :meth:`_sums_exact`,
         else a rigorous upper bound (60-digit evaluation, widened, rounded up)."""
         n = horizon - 1
-        if horizon <= BLT_EXACT_SUMS:
+        if self._sums_exact(horizon):
             return 1 + sum(
                 (w * (1 - t**n) / (1 - t) for t, w in zip(self.theta, self.omega, strict=True)),
                 Fraction(0),
@@ -799,15 +802,15 @@ class BLT(ToeplitzFactorization):
         return self._upper([(w, t) for t, w in zip(self.theta, self.omega, strict=True)], n)
 
     def s2(self, horizon: int) -> Fraction:
-        """``1 + Σ_{i,j} ω_iω_j (1 − (θ_iθ_j)^{T−1})/(1 − θ_iθ_j)``: exact up to
-        :data:`BLT_EXACT_SUMS`, else a rigorous upper bound."""
+        """``1 + Σ_{i,j} ω_iω_j (1 − (θ_iθ_j)^{T−1})/(1 − θ_iθ_j)``: exact while
+        :meth:`_sums_exact`, else a rigorous upper bound."""
         n = horizon - 1
         pairs = [
             (wi * wj, ti * tj)
             for ti, wi in zip(self.theta, self.omega, strict=True)
             for tj, wj in zip(self.theta, self.omega, strict=True)
         ]
-        if horizon <= BLT_EXACT_SUMS:
+        if self._sums_exact(horizon):
             return 1 + sum((w * (1 - t**n) / (1 - t) for w, t in pairs), Fraction(0))
         return self._upper(pairs, n)
 
@@ -823,11 +826,16 @@ class BLT(ToeplitzFactorization):
             total += wm * (1 - ctx.power(tm, n)) / (1 - tm)
         return _round_up(mpf_fraction(total) * (1 + Fraction(1, 10**40)))
 
+    def _sums_exact(self, horizon: int) -> bool:
+        """Whether the exact closed forms are affordable at T (:data:`BLT_EXACT_BITS`)."""
+        bits = max(2 * t.denominator.bit_length() for t in self.theta)
+        return horizon * bits <= BLT_EXACT_BITS
+
     def _s1_exact(self, horizon: int) -> bool:
-        return horizon <= BLT_EXACT_SUMS
+        return self._sums_exact(horizon)
 
     def _s2_exact(self, horizon: int) -> bool:
-        return horizon <= BLT_EXACT_SUMS
+        return self._sums_exact(horizon)
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         """``Q C⁻¹ z`` by the buffer recursion of the online counter (the same operations in
