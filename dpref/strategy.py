@@ -162,6 +162,23 @@ class ScaledSeq:
         """``Σ_k s_k²`` exactly."""
         return _scaled_sum(self, squares=True)
 
+    def prefix_sums(self, squares: bool) -> list[Fraction]:
+        """``Σ_{k<t} |s_k|`` (or ``s_k²``) for t = 1..len, exactly (one integer running sum)."""
+        if squares:
+            return self.cumulative_square_sums()
+        m = len(self.nums)
+        if m == 0:
+            return []
+        g = self.base
+        scale = g ** (m - 1)
+        den = self.denom * scale
+        running, out = 0, []
+        for n in self.nums:
+            running += abs(n) * scale
+            scale //= g if scale >= g else 1
+            out.append(_coprime(running, den))
+        return out
+
     def cumulative_square_sums(self) -> list[Fraction]:
         """``Σ_{k<t} s_k²`` for t = 1..len, exactly (integer running sum over
         ``D²·g^{2(len−1)}``, one Fraction per t)."""
@@ -625,6 +642,28 @@ class ToeplitzPlan(_StrategyChecks):
     def column_square_sum(self) -> Fraction:
         """``max_i Σ_n C_{n,i}² = Σ_{k<T} c_k²``."""
         return self.strategy_seq.square_sum()
+
+    def item_privacy_sums(self) -> list[Fraction]:
+        """Per item i = 1..T: its column's ``Σ_{k≤T−i}|c_k|·Δ/b`` (Laplace) or
+        ``Σ_{k≤T−i} c_k²·Δ²/σ²`` (Gaussian), exact."""
+        gaussian = self.noise_family == "gaussian"
+        sums = self.strategy_seq.prefix_sums(squares=gaussian)
+        factor = (self.sensitivity**2 if gaussian else self.sensitivity) / self.noise_scale
+        return [s * factor for s in reversed(sums)]
+
+    @property
+    def scale_table(self) -> tuple[Fraction, ...]:
+        """The one noise parameter every node shares (Laplace b or Gaussian σ²)."""
+        return (self.noise_scale,)
+
+    @property
+    def scale_idx(self) -> IntArray:
+        """Every node uses ``scale_table[0]``."""
+        return np.zeros(self.horizon, dtype=np.int64)
+
+    def node_values(self, stream: FloatArray) -> FloatArray:
+        """True node values ``C x``."""
+        return np.asarray(self.A() @ stream, dtype=np.float64)
 
     def privacy_sum(self) -> Fraction:
         """L1 sum ``S₁Δ/b`` (Laplace) or L2 sum ``S₂Δ²/σ²`` (Gaussian), exact."""

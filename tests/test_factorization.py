@@ -471,3 +471,40 @@ def test_plan_check_window_target_and_scales(tmp_path: Path) -> None:
     doc = plan_cmd.check_file(path, target="window:2", scale="1")
     assert doc["sensitivity_l1_exact"] == "1/2" and doc["epsilon_supported_exact"] == "1/2"
     assert doc["variance"]["max_exact"] == "16"  # 2 nodes × 2·(b·s)² = 2·2·4
+
+
+# ------------------------------------------------------------------- proofs
+@pytest.mark.parametrize("cls", [SqrtFactorization, BLT])
+def test_proofs_hold_and_are_labelled_honestly(cls: type[Any]) -> None:
+    from proofs import PROVEN, prove
+
+    rows = prove(cls, 64)
+    assert rows and all(r.passed for r in rows), [r.detail for r in rows if not r.passed]
+    for r in rows:
+        if r.claim == "plan = closed forms":
+            assert r.status == "checked for T ≤ 64"
+        else:
+            assert r.status == PROVEN, r
+
+
+def test_a_wrong_budget_declaration_fails_the_proof() -> None:
+    from proofs import FAILED, prove
+
+    class Overspent(SqrtFactorization):
+        def budget_terms(self, ops: Any = None, **s: Any) -> list[Any]:
+            terms = super().budget_terms(**s)
+            return [type(t)(t.kind, 2 * t.membership, t.scale) for t in terms]
+
+    rows = {r.claim: r for r in prove(Overspent, 4)}
+    assert rows["budget"].status == FAILED
+
+
+def test_item_privacy_sums_are_the_column_sums() -> None:
+    m = BLT(epsilon=Fraction(7, 10), horizon=20, theta="1/2,7/8", omega="1/4,1/8")
+    plan = m.plan()
+    dense = dense_from_toeplitz(plan)
+    sums = plan.item_privacy_sums()
+    assert sums == dense.column_sums(False)  # Δ = 1; column_sums divides by the scales
+    assert max(sums) == sums[0] == plan.privacy_sum() == Fraction(7, 10)
+    g = SqrtFactorization(rho=Fraction(1, 2), horizon=20).plan()
+    assert max(g.item_privacy_sums()) == g.item_privacy_sums()[0] == 1
