@@ -20,6 +20,7 @@ from dpref.errors import (
 from dpref.lazy import lazy_exports
 from dpref.lower_bounds import lower_bound
 from dpref.mechanisms import (
+    BLT,
     MECHANISMS,
     AllWindowSum,
     Binary,
@@ -33,6 +34,7 @@ from dpref.mechanisms import (
     SimpleI,
     SimpleII,
     SmoothBinary,
+    SqrtFactorization,
     TwoLevel,
     WindowSum,
 )
@@ -62,6 +64,7 @@ _HOME = {
 __version__ = "0.1.0"
 
 __all__ = [
+    "BLT",
     "MECHANISMS",
     "AllWindowSum",
     "Binary",
@@ -84,6 +87,7 @@ __all__ = [
     "SimpleI",
     "SimpleII",
     "SmoothBinary",
+    "SqrtFactorization",
     "StreamingSanitizer",
     "ThresholdSanitizer",
     "TwoLevel",

@@ -155,6 +155,19 @@ def _vector(case: GoldenCase) -> dict[str, Any]:
         "exact_in_float": integral,
         "variance": [_frac(v) for v in plan.variance_exact()],
         "privacy_sum": _frac(plan.privacy_sum()),
+        **_toeplitz_fields(plan),
+    }
+
+
+def _toeplitz_fields(plan: Any) -> dict[str, Any]:
+    """For a Toeplitz factorization plan (dpref.strategy.ToeplitzPlan): its strategy and
+    decoder coefficients (node n has weight ``c_{n−i}`` on item i; ``out_t`` adds
+    ``b_{t−n}`` times node n) — the ``weights`` field only gives each node's ``c_0``."""
+    if not hasattr(plan, "strategy_seq"):
+        return {}
+    return {
+        "strategy_coefficients": [_frac(v) for v in plan.strategy_seq.fractions()],
+        "decoder_coefficients": [_frac(v) for v in plan.decoder_seq.fractions()],
     }
 
 
@@ -312,4 +325,7 @@ def _check_vector(vec: dict[str, Any]) -> list[str]:
         problems.append(f"{label}: exact variances differ")
     if _frac(plan.privacy_sum()) != vec["privacy_sum"]:
         problems.append(f"{label}: privacy sum differs")
+    for key, value in _toeplitz_fields(plan).items():
+        if vec.get(key) != value:
+            problems.append(f"{label}: {key.replace('_', ' ')} differ")
     return problems

@@ -1,4 +1,5 @@
-"""Continual-release mechanisms: counting (docs/spec.md §1), trees (§1.1) and decayed sums (§2).
+"""Continual-release mechanisms: counting (docs/spec.md §1), trees (§1.1), decayed sums (§2)
+and Toeplitz factorizations (§6).
 
 Each class declares itself (its command-line name, examples, proof file, docs page
 and decay) and registers in :data:`MECHANISMS` when its module is imported; this
@@ -20,9 +21,11 @@ from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLeve
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 from dpref.mechanisms.elders import Elders
 from dpref.mechanisms.smooth import SmoothBinary
+from dpref.mechanisms.factorization import BLT, SqrtFactorization
 from dpref.mechanisms.trees import Honaker, KaryTree
 
 __all__ = [
+    "BLT",
     "EXACT",
     "MECHANISMS",
     "AllWindowSum",
@@ -42,6 +45,7 @@ __all__ = [
     "SimpleI",
     "SimpleII",
     "SmoothBinary",
+    "SqrtFactorization",
     "TwoLevel",
     "WindowSum",
     "register_mechanism",

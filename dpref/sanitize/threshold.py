@@ -100,8 +100,9 @@ _TREES: dict[tuple[tuple[str, int], ...], tuple[str, ...]] = {}
 
 def tree_counters() -> tuple[str, ...]:
     """Registered mechanisms usable as the tree: counters whose target is the prefix sum
-    (decay ``g ≡ 1``) and whose plan is the default prefix target (cached per registry
-    content)."""
+    (decay ``g ≡ 1``) and whose plan is the default prefix target over interval nodes — a
+    :class:`~dpref.plan.LinearPlan`, which the sanitizer's proof reads; the Toeplitz
+    factorizations (``dpref.strategy`` plans) are not trees (cached per registry content)."""
     key = tuple((name, id(cls)) for name, cls in MECHANISMS.items())
     if key not in _TREES:
         _TREES[key] = _find_trees()
@@ -115,7 +116,11 @@ def _find_trees() -> tuple[str, ...]:
             m = cls(epsilon=1, horizon=4)
         except (ValueError, TypeError):
             continue
-        if m.decay() == prefix_decay() and type(m).target_rows is Mechanism.target_rows:
+        if (
+            m.decay() == prefix_decay()
+            and type(m).target_rows is Mechanism.target_rows
+            and isinstance(m.plan(4), LinearPlan)
+        ):
             out.append(name)
     return tuple(out)
 
