@@ -1,0 +1,35 @@
+"""Regression tests for defects found in the hostile review of the Gaussian-noise core."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+
+from dpref.accounting import ZCDP
+
+
+# ------------------------------------------------------------- ZCDP.delta at large ε
+@pytest.mark.parametrize(
+    ("rho", "epsilon"),
+    [(1, 2**40), (2**19, 2**40), (Fraction(1, 2**61), 2**40), (Fraction(1, 100), 10**4)],
+)
+def test_zcdp_delta_far_below_the_smallest_float_is_the_smallest_float(
+    rho: object, epsilon: object
+) -> None:
+    """ZCDP.delta converted the upper end of ln δ ≈ −10¹² through an exact rational of
+    2^(10¹²): OverflowError ('too many digits') or MemoryError — a crash, or minutes of
+    work, inside the accepted range ε ≤ 2^40.  δ below the smallest positive float is
+    reported, rounded up, as that float."""
+    assert ZCDP(rho).delta(epsilon) == math.ulp(0.0)
+
+
+def test_zcdp_delta_still_rounds_up_near_the_float_floor() -> None:
+    # ln δ just above ln(2^-1074) ≈ -744.4: the exact value (a normal float or a subnormal)
+    z = ZCDP(Fraction(1, 2))
+    deltas = [z.delta(eps) for eps in (35, 38, "38.5", 39)]
+    assert 1e-262 < deltas[0] < 1e-259  # 3.6e-261
+    assert 1e-308 < deltas[1] < 1e-307  # 4.2e-308
+    assert math.ulp(0.0) < deltas[2] < 1e-310  # a subnormal, still computed
+    assert deltas[3] == math.ulp(0.0)
