@@ -8,6 +8,7 @@ from fractions import Fraction
 import pytest
 
 from dpref.accounting import ZCDP
+from dpref.errors import DprefError
 
 
 # ------------------------------------------------------------- ZCDP.delta at large ε
@@ -33,3 +34,18 @@ def test_zcdp_delta_still_rounds_up_near_the_float_floor() -> None:
     assert 1e-308 < deltas[1] < 1e-307  # 4.2e-308
     assert math.ulp(0.0) < deltas[2] < 1e-310  # a subnormal, still computed
     assert deltas[3] == math.ulp(0.0)
+
+
+# ------------------------------------------------------- factorization_lower_bound
+@pytest.mark.parametrize(
+    ("rho", "sensitivity"),
+    [(1, 10**200), (Fraction(1, 2**800), 2**300), (Fraction(1, 2**800), 10**200)],
+)
+def test_factorization_lower_bound_too_large_for_a_float_is_a_named_error(
+    rho: object, sensitivity: object
+) -> None:
+    """Δ²/(2ρ) beyond a float used to escape as a raw OverflowError."""
+    from dpref.lower_bounds import factorization_lower_bound
+
+    with pytest.raises(DprefError, match=r"^sensitivity="):
+        factorization_lower_bound(rho, 16, sensitivity)
