@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from dpref.accounting import ZCDP
@@ -49,3 +50,33 @@ def test_factorization_lower_bound_too_large_for_a_float_is_a_named_error(
 
     with pytest.raises(DprefError, match=r"^sensitivity="):
         factorization_lower_bound(rho, 16, sensitivity)
+
+
+# ------------------------------------------------------------ explicit level budgets
+_TINY = Fraction(1, 10**1000)
+
+
+@pytest.mark.parametrize("budget_kind", ["rho", "epsilon"])
+@pytest.mark.parametrize("cls_name", ["Binary", "Honaker", "KaryTree"])
+def test_a_level_share_too_small_for_a_float_is_refused_at_construction(
+    cls_name: str, budget_kind: str
+) -> None:
+    """A per-level ρ_h (or ε_h) of 10^-1000 was accepted by Binary and only failed at
+    release/online() with 'value=Fraction(…): too large for a float' (Honaker and KaryTree:
+    at construction, but naming 'value'): the error must name budget, at construction."""
+    import dpref
+
+    cls = getattr(dpref, cls_name)
+    extra = {"k": 2} if cls_name == "KaryTree" else {}
+    budget = [Fraction(1, 2), _TINY, Fraction(1, 2) - _TINY]
+    with pytest.raises(DprefError, match=r"^budget="):
+        cls(**{budget_kind: 1}, horizon=4, budget=budget, **extra)
+
+
+def test_a_small_but_representable_level_share_is_still_accepted() -> None:
+    import dpref
+
+    tiny = Fraction(1, 10**200)
+    m = dpref.Binary(rho=1, horizon=4, budget=[Fraction(1, 2), tiny, Fraction(1, 2) - tiny])
+    assert np.isfinite(m.release([1, 0, 1, 1], rng=0)).all()
+    assert np.isfinite(m.variance()).all()
