@@ -80,3 +80,33 @@ def test_a_small_but_representable_level_share_is_still_accepted() -> None:
     m = dpref.Binary(rho=1, horizon=4, budget=[Fraction(1, 2), tiny, Fraction(1, 2) - tiny])
     assert np.isfinite(m.release([1, 0, 1, 1], rng=0)).all()
     assert np.isfinite(m.variance()).all()
+
+
+# ------------------------------------------------------ discrete Gaussian variance
+@pytest.mark.parametrize("exponent", [11, 40, 100, 401])
+def test_discrete_gaussian_variance_of_a_tiny_sigma2_is_the_smallest_float(
+    exponent: int,
+) -> None:
+    """For σ² = 2^-40 the interval exp(−z²/(2σ²)) of mpmath took hours (2^-30: 8 s), so
+    Binary(rho=2**40, noise='discrete_gaussian').variance() — and `dpref release --json` —
+    hung.  The true variance is below 3e^{−1/(2σ²)} < 2^-1074: the smallest float."""
+    from dpref.noise import discrete_gaussian_variance
+
+    assert discrete_gaussian_variance(Fraction(1, 2**exponent)) == math.ulp(0.0)
+
+
+def test_discrete_gaussian_variance_of_a_huge_rho_mechanism() -> None:
+    import dpref
+
+    m = dpref.Binary(rho=2**40, horizon=4, noise="discrete_gaussian")
+    v = m.variance()
+    assert v.shape == (4,)
+    assert (v > 0).all()
+    assert (v <= [float(x) for x in m.variance_exact()]).all()
+
+
+def test_discrete_gaussian_variance_just_above_the_cutoff_is_unchanged() -> None:
+    from dpref.noise import discrete_gaussian_variance
+
+    # 1/(2σ²) = 512: e^-512 ≈ 4.4e-223 times 2 (z = ±1), a normal float
+    assert 8.7e-223 < discrete_gaussian_variance(Fraction(1, 2**10)) < 8.8e-223
