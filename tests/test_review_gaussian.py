@@ -110,3 +110,34 @@ def test_discrete_gaussian_variance_just_above_the_cutoff_is_unchanged() -> None
 
     # 1/(2σ²) = 512: e^-512 ≈ 4.4e-223 times 2 (z = ±1), a normal float
     assert 8.7e-223 < discrete_gaussian_variance(Fraction(1, 2**10)) < 8.8e-223
+
+
+# ------------------------------------------------------- extended-precision budgets
+def _rounds_up_as_double() -> np.longdouble:
+    """A long double budget whose nearest double is above it (1/5 on x86-64)."""
+    for d in range(3, 64):
+        x = np.longdouble(1) / np.longdouble(d)
+        if Fraction(float(x)) > Fraction(*x.as_integer_ratio()):
+            return x
+    pytest.skip("long double is a double on this platform")
+
+
+@pytest.mark.parametrize("name", ["rho", "epsilon"])
+def test_a_long_double_budget_is_taken_exactly_not_rounded_up(name: str) -> None:
+    """check_fraction converted every numpy float through float(): a np.longdouble ρ (or ε)
+    became the nearest double, above the caller's value for 1/5 — a mechanism calibrated to
+    a larger budget than the one given.  It is now converted exactly."""
+    import dpref
+
+    x = _rounds_up_as_double()
+    exact = Fraction(*x.as_integer_ratio())
+    m = dpref.Binary(**{name: x}, horizon=4)
+    assert getattr(m, name) == exact
+
+
+@pytest.mark.parametrize("bad", ["inf", "-inf", "nan"])
+def test_a_non_finite_long_double_budget_is_a_named_error(bad: str) -> None:
+    from dpref.validation import check_rho
+
+    with pytest.raises(DprefError, match=r"^rho="):
+        check_rho("rho", np.longdouble(bad))
