@@ -98,6 +98,8 @@ _FLOOR_BITS = 16384
 _FLOOR = Fraction(1, 2**_FLOOR_BITS)
 """δ below this (far below the smallest float and :data:`MIN_DELTA`) is reported as the
 enclosure ``(0, 2^−16384)``: its exact endpoints would be rationals of astronomical size."""
+_LN_SMALLEST_FLOAT = -745
+"""Below ``ln(2^−1074) ≈ −744.4``: an ``e^x`` under it is below the smallest positive float."""
 _TIGHT = Fraction(1, 2**64)
 """Relative width of the δ enclosure that is accepted (the float is then within 1 ulp)."""
 
@@ -469,6 +471,10 @@ class ZCDP:
 
         alpha = self._best_alpha(log_delta)
         upper = self._log_delta(alpha, eps, 256)
+        if upper < _LN_SMALLEST_FLOAT:
+            # δ < e^{−745} < 2^−1074: the smallest positive float is above it.  (exp of an
+            # ln δ near −10¹² has an exact rational end of 2^(10¹²): no conversion.)
+            return math.ulp(0.0)
         ctx = _context(256)
         value = _ends(ctx.exp(_iv(ctx, upper)))[1]
         return min(1.0, ceil_float(value))

@@ -31,6 +31,7 @@ References
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -317,5 +318,11 @@ def factorization_lower_bound(
     k = np.arange(1, t + 1, dtype=np.float64)
     total = float(np.sum(0.5 / np.sin((2 * k - 1) * (np.pi / (4 * t + 2)))))
     gamma2 = floor_float(Fraction(total) * (1 - Fraction(1, 10**12)) / t)
-    value = floor_float(Fraction(gamma2) ** 2 * delta**2 / (2 * r) * (1 - Fraction(1, 10**12)))
+    exact = Fraction(gamma2) ** 2 * delta**2 / (2 * r) * (1 - Fraction(1, 10**12))
+    if exact > Fraction(sys.float_info.max):
+        raise ParameterError(
+            f"sensitivity={fmt(sensitivity)}: with rho={fmt(rho)} the bound γ₂²Δ²/(2ρ) "
+            "exceeds the largest float"
+        )
+    value = floor_float(exact)
     return FactorizationLowerBound(value, gamma2, t, r, delta)

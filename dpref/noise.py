@@ -246,6 +246,8 @@ def discrete_gaussian_variance(sigma2: Fraction) -> float:
     in an interval with mpmath interval arithmetic (100 bits) and the upper end is
     rounded up to a float:
 
+    * ``σ² ≤ 1/1600``: the smallest positive float (``Var ≤ 2q(1+q)/(1−q)³ < 3e^{−800}``
+      with ``q = e^{−1/(2σ²)}``);
     * ``σ² < 1``: the two series directly, ``|z| ≤ K`` with ``K = 40`` (σ < 1 puts the
       first omitted term below ``e^{−800}``), each tail bounded by a geometric series of
       ratio ``((K+2)/(K+1))² e^{−(2K+3)/(2σ²)}`` started at the first omitted term;
@@ -259,6 +261,10 @@ def discrete_gaussian_variance(sigma2: Fraction) -> float:
     """
     if not isinstance(sigma2, Fraction) or sigma2 <= 0:
         raise ParameterError(f"sigma2={fmt(sigma2)}: must be a positive Fraction")
+    if sigma2 * 1600 <= 1:
+        # 1/(2σ²) ≥ 800: with q = e^{−1/(2σ²)}, Var ≤ 2Σ_{z≥1} z² q^{z²} ≤ 2q(1+q)/(1−q)³
+        # < 3e^{−800} < 2^{−1074}; mpmath's interval exp of −1/(2σ²) takes hours at σ² = 2^−40
+        return math.ulp(0.0)
     import mpmath  # type: ignore[import-untyped]
 
     iv = mpmath.ctx_iv.MPIntervalContext()  # a private context: the global one is left alone

@@ -122,8 +122,9 @@ def check_fraction(name: str, value: Any) -> Fraction:
     """Convert an exact-able real number to :class:`Fraction`.
 
     Accepts ints, Fractions, finite floats (converted exactly, so ``0.1`` becomes
-    the binary fraction nearest 0.1) and strings such as ``"1/3"`` or ``"0.5"`` of at
-    most :data:`MAX_NUMBER_STRING` characters whose exponent (``"1e-5"``) lies within
+    the binary fraction nearest 0.1; numpy floats of every width, ``longdouble``
+    included) and strings such as ``"1/3"`` or ``"0.5"`` of at most
+    :data:`MAX_NUMBER_STRING` characters whose exponent (``"1e-5"``) lies within
     ±:data:`MAX_STRING_EXPONENT`.  Rejects bools, complex numbers, ``timedelta64``,
     ``datetime64`` and other non-real objects (:class:`~dpref.errors.DprefTypeError`).
     """
@@ -138,6 +139,13 @@ def check_fraction(name: str, value: Any) -> Fraction:
     if isinstance(value, numbers.Integral):
         return Fraction(int(value))
     if isinstance(value, numbers.Real):
+        if isinstance(value, np.floating) and not isinstance(value, np.float64 | np.float32):
+            # np.longdouble carries more bits than a double: through float() a budget could
+            # round up (1/5), so it is converted exactly
+            try:
+                return Fraction(*value.as_integer_ratio())
+            except (OverflowError, ValueError):
+                raise ParameterError(f"{name}={fmt(value)}: must be finite") from None
         as_float = float(value)
         if not math.isfinite(as_float):
             raise ParameterError(f"{name}={fmt(value)}: must be finite")

@@ -74,6 +74,7 @@ __all__ = [
     "AUTO_K_MAX",
     "BUDGET_GRID",
     "FRONTIER_K_MAX",
+    "MAX_LEVEL_NOISE",
     "Honaker",
     "KaryTree",
     "combined_variances",
@@ -103,6 +104,9 @@ FRONTIER_K_MAX = 32
 BUDGET_GRID = 2**32
 """An optimised split is rounded to multiples of ε/BUDGET_GRID (the largest share takes the
 remainder, so the split sums to ε exactly)."""
+MAX_LEVEL_NOISE = Fraction(2**1000)
+"""Largest node scale (Laplace) or variance (Gaussian) a level budget may give a level:
+a finite float, with room for the sums over at most 63 levels."""
 MAX_BUDGET_STRING = 64_000
 """Longest budget string accepted (63 levels of at most 1000 characters each)."""
 
@@ -483,7 +487,19 @@ def design_level_budget(
         gaussian=m.gaussian,
         total_name="epsilon" if m.rho is None else "rho",
     )
-    return kind, tuple(v * m.design_epsilon / total for v in values)
+    shares = tuple(v * m.design_epsilon / total for v in values)
+    what = "variance" if m.gaussian else "scale"
+    for h, e in enumerate(shares):
+        # a level's node scale Δ/ε_h (Laplace) or variance Δ²/(2ρ_h) (Gaussian) must be a
+        # finite float with room for sums over the levels: refused here, naming budget,
+        # rather than as 'value=…: too large for a float' at release or online()
+        b = m.sensitivity / e
+        if (m.node_variance(b) if m.gaussian else b) > MAX_LEVEL_NOISE:
+            raise ParameterError(
+                f"budget={fmt(budget)}: level {h}'s share {values[h]} is too small, its node "
+                f"{what} would exceed 2^1000 (a float)"
+            )
+    return kind, shares
 
 
 def check_combine(value: Any) -> bool:
