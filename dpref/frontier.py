@@ -192,11 +192,11 @@ class FrontierReport:
 
 
 def _up1(value: Fraction, upper: bool) -> str:
-    """One decimal: to nearest for an exact value, rounded up for an upper bound."""
+    """An exact value to one decimal (nearest); an upper bound to two decimals, rounded up."""
     if not upper:
         return f"{float(value):.1f}"
-    tenths = -((-value.numerator * 10) // value.denominator)
-    return f"{tenths / 10:.1f}"
+    hundredths = -((-value.numerator * 100) // value.denominator)
+    return f"{hundredths // 100}.{hundredths % 100:02d}"
 
 
 _GAUSSIAN_BOUND_STATEMENT = (
@@ -365,7 +365,8 @@ def frontier(
     if r is not None:
         budget["rho"] = r
     check_choice("objective", objective, OBJECTIVES)
-    classes = counting_mechanisms()
+    privacy = "pure" if r is None else "zcdp"
+    classes = [c for c in counting_mechanisms() if privacy in c.frontier_privacy]
     if mechanisms is not None:
         if isinstance(mechanisms, str) or not all(isinstance(n, str) for n in mechanisms):
             raise DprefTypeError(f"mechanisms={fmt(mechanisms)}: must be a list of names")

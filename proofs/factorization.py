@@ -93,6 +93,11 @@ from proofs.core import (
 
 __all__ = ["PROOFS"]
 
+OWN_GAUSSIAN_PROOF = True
+"""The Gaussian budget is proven here (``_budget``: L2 sum S₂Δ²/σ² = 2ρ), not by
+:mod:`proofs.zcdp`, whose node rule σ² = |w|Δb/(2ρ) is that of the interval plans: every
+node of a Toeplitz factorization has the same variance S₂Δ²/(2ρ)."""
+
 SMALL = 64
 """Every T up to this is checked exactly, both noises."""
 

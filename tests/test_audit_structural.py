@@ -143,7 +143,12 @@ def test_builtin_exact_loss_equals_the_plan(cls: type[Mechanism], example: Any) 
         if P_used.denominator <= 1000:
             assert report.epsilon_stated == P_used
         if P_used == P:
-            assert report.outcome in ("holds-exactly", "over-noised")
+            # a dense non-integer decoder (a factorization) computes R·b in floats: its loss
+            # may exceed the claim by rounding only, which the report then says
+            allowed: tuple[str, ...] = ("holds-exactly", "over-noised")
+            if not np.all(R_used == np.round(R_used)):
+                allowed = (*allowed, "holds-within-rounding")
+            assert report.outcome in allowed
 
 
 @pytest.mark.parametrize("name", ["binary", "simple1", "simple2", "two-level", "hybrid"])

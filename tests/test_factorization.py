@@ -508,3 +508,16 @@ def test_item_privacy_sums_are_the_column_sums() -> None:
     assert max(sums) == sums[0] == plan.privacy_sum() == Fraction(7, 10)
     g = SqrtFactorization(rho=Fraction(1, 2), horizon=20).plan()
     assert max(g.item_privacy_sums()) == g.item_privacy_sums()[0] == 1
+
+
+def test_blt_variance_upper_bounds_the_exact_variance() -> None:
+    """The frontier's BLT numbers: above the exact Fractions at every step, by at most the
+    stated margin (and the float recursion itself within 1e-12 of them)."""
+    m = BLT(rho=Fraction(1, 2), horizon=512)
+    exact = m.variance_exact(512)
+    upper = m.variance_upper(512)
+    nearest = m.variance_float(512)
+    for t, v in enumerate(exact):
+        assert Fraction(float(upper[t])) >= v, t
+        assert float(upper[t]) <= float(v) * (1 + 2 * BLT.VARIANCE_MARGIN)
+        assert abs(float(nearest[t]) - float(v)) <= 1e-12 * float(v)

@@ -162,6 +162,23 @@ def test_documented_table_is_what_the_command_prints() -> None:
     assert block.rstrip("\n") == frontier(2**20, 1).table()
 
 
+def test_documented_gaussian_table_is_what_the_command_prints() -> None:
+    """docs/frontier.md's zCDP table at T = 2^20, ρ = 1/2 is the command's output today,
+    and the numbers quoted under it are its rows."""
+    text = (ROOT / "docs" / "frontier.md").read_text()
+    block = text.split("```text\n", 2)[2].split("```", 1)[0]
+    report = frontier(2**20, rho=Fraction(1, 2))
+    assert block.rstrip("\n") == report.table()
+    rows = {r.label: r for r in report.rows if r.skipped is None}
+    assert report.best is not None and report.best.label == "sqrt"
+    table = report.table().splitlines()
+    assert any(line.startswith("* sqrt ") and "≤30.02" in line for line in table)
+    assert any(line.startswith("  blt[preset=2^20] ") and "≤30.28" in line for line in table)
+    assert 30.01 < float(rows["sqrt"].max) <= 30.02 < float(rows["blt[preset=2^20]"].max)
+    assert rows["smooth"].max == 144 and rows["binary[budget=uniform]"].max == 420
+    assert f"{report.bound.value:.2f}" == "26.16"
+
+
 # ----------------------------------------------------------------- zCDP (Gaussian noise)
 @pytest.mark.parametrize("horizon", [1, 5, 16, 33])
 def test_gaussian_rows_equal_the_plans_variance(horizon: int) -> None:

@@ -362,6 +362,10 @@ class Mechanism(ABC):
             if name in cls.parameters()
         }
 
+    frontier_privacy: ClassVar[tuple[str, ...]] = ("pure", "zcdp")
+    """The tables of ``dpref frontier`` this class appears in: ``"pure"`` (``--epsilon``,
+    Laplace noise) and/or ``"zcdp"`` (``--rho``, Gaussian noise)."""
+
     @classmethod
     def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
         """The parameterisations ``dpref frontier`` compares at T = ``horizon``: constructor
