@@ -20,8 +20,8 @@ from dpref.mechanisms.base import (
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 from dpref.mechanisms.elders import Elders
-from dpref.mechanisms.smooth import SmoothBinary
 from dpref.mechanisms.factorization import BLT, SqrtFactorization
+from dpref.mechanisms.smooth import SmoothBinary
 from dpref.mechanisms.trees import Honaker, KaryTree
 
 __all__ = [

@@ -908,9 +908,7 @@ class BLT(ToeplitzFactorization):
         50-digit evaluation to 10⁻⁹ relative, and at T = 512 every step lies within 10⁻¹²
         of the exact Fraction (``tests/test_factorization.py``), far inside the margin.
         """
-        return np.nextafter(
-            self.variance_float(horizon) * (1 + self.VARIANCE_MARGIN), np.inf
-        )
+        return np.nextafter(self.variance_float(horizon) * (1 + self.VARIANCE_MARGIN), np.inf)
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _BLTOnline(self, rng, noise)
