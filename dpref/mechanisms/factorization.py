@@ -215,7 +215,7 @@ def _fft_convolve(
 
 
 def _check_noise_kind(noise: Any) -> None:
-    if noise in ("discrete", "discrete_gaussian"):
+    if isinstance(noise, str) and noise in ("discrete", "discrete_gaussian"):
         raise ParameterError(
             f"noise={noise!r}: a factorization mechanism adds noise to C·x, whose rows have "
             "fractional weights; use 'laplace' (epsilon=) or 'gaussian' (rho=)"
