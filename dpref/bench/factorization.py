@@ -44,7 +44,8 @@ def sqrt_release_rows(quick: bool = False) -> list[Row]:
             base,
             5.0,
             "s",
-            "one FFT convolution of length next_fast_len(2T−1); baseline: T normal draws + cumsum",
+            "one FFT convolution (length 2,048,000 = 2^14·5^3 at T = 10^6); "
+            "baseline: T normal draws + cumsum",
         )
     ]
 

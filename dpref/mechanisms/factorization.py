@@ -188,10 +188,27 @@ def _sqrt_spectrum(horizon: int) -> tuple[int, npt.NDArray[np.complex128]]:
     """``(size, rfft(c, size))`` of the square-root coefficients (cached: one per T)."""
     from scipy import fft
 
-    size = int(fft.next_fast_len(2 * horizon - 1, real=True))
+    size = _fft_size(2 * horizon - 1)
     out = fft.rfft(_sqrt_float_coefficients(horizon), size)
     out.setflags(write=False)
     return size, out
+
+
+_FFT_ODD_PARTS = (1, 3, 5, 9, 15, 25, 27, 45, 75, 81, 125)
+"""Odd parts allowed in an FFT length (see :func:`_fft_size`)."""
+
+
+def _fft_size(n: int) -> int:
+    """The smallest length ``m·2^a ≥ n`` with a small odd part m (:data:`_FFT_ODD_PARTS`).
+
+    scipy's pocketfft is fastest on lengths with many factors of 2: for n = 2·10⁶ − 1,
+    ``next_fast_len`` gives 2,000,000 = 2⁷·5⁶, while 2,048,000 = 2¹⁴·5³ is 2.4 % longer
+    and a forward plus inverse real FFT on it took 0.080 s against 0.110 s here."""
+    best = 1 << max(0, (n - 1).bit_length())
+    for m in _FFT_ODD_PARTS:
+        a = max(0, -(-n // m) - 1).bit_length()  # smallest a with m·2^a ≥ n
+        best = min(best, m << a)
+    return best
 
 
 def _fft_convolve(
@@ -205,12 +222,13 @@ def _fft_convolve(
     from scipy import fft
 
     if spectrum is None:
-        size = fft.next_fast_len(2 * horizon - 1, real=True)
+        size = _fft_size(2 * horizon - 1)
         fc = fft.rfft(coef[:horizon], size)
     else:
         size, fc = spectrum
     fz = fft.rfft(noise, size, axis=-1)
-    out: FloatArray = np.ascontiguousarray(fft.irfft(fz * fc, size, axis=-1)[..., :horizon])
+    fz *= fc  # in place: the spectrum of the noise is not needed again
+    out: FloatArray = np.ascontiguousarray(fft.irfft(fz, size, axis=-1)[..., :horizon])
     return out
 
 
