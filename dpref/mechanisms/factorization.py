@@ -27,6 +27,7 @@ node variance (``2b²`` or ``σ²``).
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
@@ -264,29 +265,29 @@ class ToeplitzFactorization(Mechanism):
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
 
     # -------------------------------------------------------- what subclasses give
+    @abstractmethod
     def strategy_exact(self, horizon: int) -> ScaledSeq:
         """c_0 … c_{T−1} exactly."""
-        raise NotImplementedError
 
+    @abstractmethod
     def strategy_float(self, horizon: int) -> FloatArray:
         """c_0 … c_{T−1} as floats (for noise)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def decoder_exact(self, horizon: int) -> ScaledSeq | RationalGF:
         """The decoder's coefficients (exact, or a generating function)."""
-        raise NotImplementedError
 
     def decoder_gf(self) -> tuple[RationalGF, RationalGF] | None:
         """(strategy, decoder) generating functions, when rational (None otherwise)."""
         return None
 
+    @abstractmethod
     def s1(self, horizon: int) -> Fraction:
         """``S₁(T) = Σ_{k<T} |c_k|`` (exact, or a rigorous upper bound at large T)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def s2(self, horizon: int) -> Fraction:
         """``S₂(T) = Σ_{k<T} c_k²`` (exact, or a rigorous upper bound at large T)."""
-        raise NotImplementedError
 
     frontier_privacy = ("zcdp",)
     """Only in the Gaussian table (``dpref frontier --rho``): under Laplace noise a Toeplitz
