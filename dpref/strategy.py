@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import decimal
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -402,7 +403,7 @@ def _show(q: Fraction) -> str:
 
 
 # --------------------------------------------------------------- the plans
-class _StrategyChecks:
+class _StrategyChecks(ABC):
     """The checks and reports both plan forms share (they provide the primitives)."""
 
     name: str
@@ -412,17 +413,21 @@ class _StrategyChecks:
     declared_rho: Fraction | None
     expected_privacy_sum: Fraction | None
 
-    def check_unbiased(self) -> PlanCheck:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def check_unbiased(self) -> PlanCheck:
+        """Provided by each plan form."""
 
-    def check_causal(self) -> PlanCheck:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def check_causal(self) -> PlanCheck:
+        """Provided by each plan form."""
 
-    def privacy_sum(self) -> Fraction:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def privacy_sum(self) -> Fraction:
+        """Provided by each plan form."""
 
-    def variance_exact(self) -> list[Fraction]:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def variance_exact(self) -> list[Fraction]:
+        """Provided by each plan form."""
 
     @property
     def privacy_bound(self) -> Fraction | None:
