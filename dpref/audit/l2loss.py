@@ -38,7 +38,8 @@ mechanisms, and the second system is then the smaller of the two sides (f = 0 fo
 counting mechanism whose outputs use independent nodes: no second system at all).
 
 Cost: the elimination is exact rational arithmetic whose numbers grow with the dense
-part of the system; :data:`MAX_GAUSSIAN_EXACT_HORIZON` bounds T (docs/auditing.md §9).
+part of the system, so :data:`MAX_GAUSSIAN_EXACT_WORK` bounds the work (not T): beyond it
+the audit stops with a :class:`~dpref.errors.ParameterError` (docs/auditing.md §9).
 """
 
 from __future__ import annotations
@@ -49,16 +50,25 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_GAUSSIAN_EXACT_HORIZON", "ItemMuSquared", "item_mu_squared"]
+from dpref.errors import ParameterError
+
+__all__ = [
+    "MAX_GAUSSIAN_EXACT_WORK",
+    "ItemMuSquared",
+    "item_mu_squared",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
-MAX_GAUSSIAN_EXACT_HORIZON = 256
-"""Largest T of an exact audit of Gaussian draws.  Measured on the 2-core machine: the
-sparse cases (Binary, redrawn noise) take well under a second at T = 256; the dense ones
-(the square-root factorization's lower-triangular decoder, Honaker's 2T − 1 nodes) take
-the seconds documented in docs/auditing.md §9 at T = 64–256, and the exact rationals of a
-dense triangular solve grow so that T = 512 takes minutes."""
+MAX_GAUSSIAN_EXACT_WORK = 5 * 10**7
+"""Most *word operations* the exact elimination may do before it is abandoned with a
+:class:`~dpref.errors.ParameterError` naming the horizon.  The rational numbers of a
+dense elimination grow with T, so the cost is not a function of T alone: each entry
+update counts ``1 + (bits of the multiplier + bits of the pivot row)/64``, about 10⁶
+per second here.  Measured with ``rho=1/2`` on the 2-core machine (shared, so ±50 %):
+Binary T = 1024 2.1·10⁶ (6 s in all, mostly probing); SqrtFactorization T = 32 1.8·10⁶
+(1 s), T = 64 3.0·10⁷ (33 s); Honaker T = 64 3.1·10⁷ (24 s); BLT T = 128 3.8·10⁷
+(11 s).  A dense decoder at T = 128 (SqrtFactorization, Honaker) exceeds it."""
 
 Row = dict[int, Fraction]
 
@@ -79,7 +89,31 @@ class ItemMuSquared:
     """``unique`` (f = 0), ``free`` (the f × f system) or ``rows`` (the r × r system)."""
 
 
-def _eliminate(rows: list[Row], ncols: int) -> tuple[dict[int, int], list[int]]:
+def _bits(q: Fraction) -> int:
+    return q.numerator.bit_length() + q.denominator.bit_length()
+
+
+class _Work:
+    """The word-operation count of the eliminations against a budget."""
+
+    def __init__(self, budget: int, horizon: int) -> None:
+        self.budget = budget
+        self.horizon = horizon
+        self.done = 0
+
+    def add(self, entries: int, f: Fraction, row_bits: int) -> None:
+        """One row update: ``entries`` products of the multiplier ``f`` with entries of
+        at most ``row_bits`` bits."""
+        self.done += entries * (1 + (_bits(f) + row_bits) // 64)
+        if self.done > self.budget:
+            raise ParameterError(
+                f"horizon={self.horizon}: the exact μ of this target needs more than "
+                f"{self.budget:,} word operations of exact rational elimination (the numbers "
+                "of a dense system grow with T); audit a smaller horizon"
+            )
+
+
+def _eliminate(rows: list[Row], ncols: int, work: _Work) -> tuple[dict[int, int], list[int]]:
     """Gauss–Jordan over ℚ on the unknown columns ``0..ncols−1`` (keys ≥ ncols are
     right-hand sides), in place.  Returns ``column → pivot row`` and the columns without
     a pivot (free).  Afterwards a pivot row has 1 at its column, 0 at every other pivot
@@ -100,10 +134,12 @@ def _eliminate(rows: list[Row], ncols: int) -> tuple[dict[int, int], list[int]]:
         if p != 1:
             prow = {col: v / p for col, v in prow.items()}
             rows[best] = prow
+        row_bits = max(_bits(v) for v in prow.values())
         for r, row in enumerate(rows):
             f = row.get(j)
             if r == best or f is None:
                 continue
+            work.add(len(prow), f, row_bits)
             for col, v in prow.items():
                 nv = row.get(col, 0) - f * v
                 if nv:
@@ -115,7 +151,7 @@ def _eliminate(rows: list[Row], ncols: int) -> tuple[dict[int, int], list[int]]:
     return pivot, free
 
 
-def _solve_spd(G: list[Row], rhs: list[Row], n: int) -> list[Row]:
+def _solve_spd(G: list[Row], rhs: list[Row], n: int, work: _Work) -> list[Row]:
     """``G·W = R`` exactly for a symmetric positive definite n × n ``G`` (rows as dicts)
     and right-hand sides ``rhs[a]`` (row a of R: item → value); returns the rows of W."""
     rows: list[Row] = []
@@ -125,15 +161,21 @@ def _solve_spd(G: list[Row], rhs: list[Row], n: int) -> list[Row]:
             if v:
                 row[n + i] = v
         rows.append(row)
-    pivot, free = _eliminate(rows, n)
+    pivot, free = _eliminate(rows, n, work)
     if free:  # cannot happen: I + CᵀC is positive definite
         raise AssertionError("the least-norm system is singular")
     return [{k - n: v for k, v in rows[pivot[a]].items() if k >= n} for a in range(n)]
 
 
-def item_mu_squared(M: FloatArray, A: FloatArray, delta: Fraction) -> ItemMuSquared:
-    """``μ_i² = min{‖v‖₂² : M·v = Δ·A·e_i}`` for every item i, exactly (module doc)."""
+def item_mu_squared(
+    M: FloatArray, A: FloatArray, delta: Fraction, *, max_work: int = MAX_GAUSSIAN_EXACT_WORK
+) -> ItemMuSquared:
+    """``μ_i² = min{‖v‖₂² : M·v = Δ·A·e_i}`` for every item i, exactly (module doc).
+
+    Raises :class:`~dpref.errors.ParameterError` (naming the horizon) when the exact
+    elimination would exceed ``max_work`` word operations."""
     T, n_items = A.shape
+    work = _Work(max_work, T)
     used = [j for j in range(M.shape[1]) if np.any(M[:, j] != 0.0)]
     k = len(used)
     rows: list[Row] = [
@@ -144,7 +186,7 @@ def item_mu_squared(M: FloatArray, A: FloatArray, delta: Fraction) -> ItemMuSqua
         for i in range(n_items):
             if A[t, i] != 0.0:
                 rows[t][k + i] = delta * Fraction(float(A[t, i]))
-    pivot, free = _eliminate(rows, k)
+    pivot, free = _eliminate(rows, k, work)
     pivot_rows = set(pivot.values())
     bad = {col - k for r, row in enumerate(rows) if r not in pivot_rows for col in row}
     P = [j for j in range(k) if j in pivot]
@@ -173,7 +215,7 @@ def item_mu_squared(M: FloatArray, A: FloatArray, delta: Fraction) -> ItemMuSqua
                     ra = Ctb[a]
                     for i, v in b[p].items():
                         ra[i] = ra.get(i, 0) + ca * v
-            U = _solve_spd(G, Ctb, f)
+            U = _solve_spd(G, Ctb, f, work)
             for a in range(f):
                 for i, u in U[a].items():
                     sq[i] -= Ctb[a].get(i, 0) * u
@@ -188,7 +230,7 @@ def item_mu_squared(M: FloatArray, A: FloatArray, delta: Fraction) -> ItemMuSqua
                         G[p][q] = G[p].get(q, 0) + s
                         if q != p:
                             G[q][p] = G[q].get(p, 0) + s
-            W = _solve_spd(G, b, r)
+            W = _solve_spd(G, b, r, work)
             sq = [Fraction(0)] * n_items
             for p in range(r):
                 for i, w in W[p].items():

@@ -55,7 +55,7 @@ from dpref.audit.l1loss import (
     item_losses,
     stated_epsilon,
 )
-from dpref.audit.l2loss import MAX_GAUSSIAN_EXACT_HORIZON, ItemMuSquared, item_mu_squared
+from dpref.audit.l2loss import MAX_GAUSSIAN_EXACT_WORK, ItemMuSquared, item_mu_squared
 from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
@@ -73,7 +73,7 @@ from dpref.validation import (
 )
 
 __all__ = [
-    "MAX_GAUSSIAN_EXACT_HORIZON",
+    "MAX_GAUSSIAN_EXACT_WORK",
     "PRIVACY_VIEWS",
     "SNAP_MAX_DENOMINATOR",
     "SNAP_RELATIVE",
@@ -326,14 +326,11 @@ def recover_structure(
     *,
     rng: np.random.Generator,
     checks: int = 4,
-    gaussian_horizon: int = MAX_GAUSSIAN_EXACT_HORIZON,
 ) -> tuple[Structure | None, list[Finding]]:
     """Probe and verify the linear structure of a target at T = ``horizon`` (module doc).
 
     ``run(stream, script) -> (outputs, requests)`` makes one guarded call.  Returns the
-    structure, or None with the findings that make it unavailable.  Raises
-    :class:`~dpref.errors.ParameterError` after the first call when the target draws
-    normal noise and ``horizon`` exceeds ``gaussian_horizon`` (the exact μ's limit).
+    structure, or None with the findings that make it unavailable.
     """
     T = horizon
     findings: list[Finding] = []
@@ -345,12 +342,6 @@ def recover_structure(
     if y0 is None:
         return None, findings
     K = len(probe.signature[0]) if probe.signature is not None else 0
-    if probe.law == "normal" and T > gaussian_horizon:
-        raise ParameterError(
-            f"horizon={T}: the target draws normal noise, whose exact μ is computed for "
-            f"T <= {gaussian_horizon} (exact rational elimination; see "
-            "dpref.audit.l2loss.MAX_GAUSSIAN_EXACT_HORIZON)"
-        )
     zeros = np.zeros(K)
     again = probe(x0, zeros, "a replay of x = x₀, ξ = 0")
     if again is None:
@@ -914,7 +905,8 @@ def exact_audit(
     (``"pure"``, ``"zcdp"``, ``"gdp"``) names the view and must agree with the claim
     (default: the claim's, else the law of the target's draws).  The law of the recorded
     draws decides the analysis: Laplace → the exact ε, normal → the exact μ
-    (:mod:`dpref.audit.l2loss`, T ≤ :data:`MAX_GAUSSIAN_EXACT_HORIZON`).  A Gaussian
+    (:mod:`dpref.audit.l2loss`; a :class:`~dpref.errors.ParameterError` naming the
+    horizon when its exact elimination would exceed :data:`MAX_GAUSSIAN_EXACT_WORK`).  A Gaussian
     target with an ε claim is a violation when some item moves an output (its pure loss
     is unbounded); a Laplace target with a ρ/μ claim has outcome ``law-mismatch``.
     ``domain`` is the stream domain (default: the mechanism's, else bits), ``checks`` the
@@ -929,11 +921,6 @@ def exact_audit(
     start = time.perf_counter()
     T = check_int_range("horizon", horizon, 1, MAX_EXACT_HORIZON)
     claimed, claimed_rho, claimed_mu, view = _claims(epsilon, rho, mu, privacy)
-    if view in ("zcdp", "gdp") and T > MAX_GAUSSIAN_EXACT_HORIZON:
-        raise ParameterError(
-            f"horizon={T}: the exact μ of normal draws (a {view} claim) is computed for "
-            f"T <= {MAX_GAUSSIAN_EXACT_HORIZON} (exact rational elimination)"
-        )
     checks = check_int_range("checks", checks, 1, MAX_CHECKS)
     if domain is not None and not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
