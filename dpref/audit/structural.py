@@ -596,7 +596,7 @@ class StructuralReport:
                 "(ε = ∞); a Gaussian target claims ρ (--rho) or μ (--mu)"
             )
         if self.privacy != "pure" and outcome in _GDP_TEXT:
-            what = "ρ" if self.privacy == "zcdp" else "μ"
+            what = "2ρ" if self.privacy == "zcdp" else "μ²"
             return _GDP_TEXT[outcome].replace("{claim}", what)
         return _VERDICT_TEXT[outcome]
 
@@ -810,11 +810,11 @@ _VERDICT_TEXT = {
 }
 
 _GDP_TEXT = {
-    "violation": "violation: the exact μ exceeds the claimed {claim} (μ² > the claimed μ²)",
-    "holds-exactly": "holds exactly: μ² equals the claimed μ²",
-    "holds-within-rounding": "holds up to float rounding: μ² exceeds the claimed μ² by at "
-    "most 1e-12 relative, from the target's own float σ",
-    "over-noised": "holds, over-noised: μ² is below the claimed μ²",
+    "violation": "violation: the exact μ² exceeds the claimed {claim}",
+    "holds-exactly": "holds exactly: μ² equals the claimed {claim}",
+    "holds-within-rounding": "holds up to float rounding: μ² exceeds the claimed {claim} by "
+    "at most 1e-12 relative, from the target's own float σ",
+    "over-noised": "holds, over-noised: μ² is below the claimed {claim}",
     "no-claim": "no ρ or μ claimed",
 }
 
