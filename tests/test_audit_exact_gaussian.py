@@ -345,3 +345,34 @@ def test_api_bad_claims() -> None:
         exact_audit(ig.binary_ok, 4, privacy="approx")
     with pytest.raises(ParameterError, match="mu="):
         exact_audit(ig.binary_ok, 4, mu=Fraction(2) ** 201)
+
+
+# ------------------------------------------------------------ larger T (slow)
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("build", "T"),
+    [
+        (lambda T: Binary(rho=HALF, horizon=T), 1024),
+        (lambda T: Honaker(rho=HALF, horizon=T), 64),
+        (lambda T: SqrtFactorization(rho=HALF, horizon=T), 64),
+        (lambda T: BLT(rho=HALF, horizon=T), 128),
+    ],
+    ids=["binary-1024", "honaker-64", "sqrt-64", "blt-128"],
+)
+def test_builtins_at_larger_horizons_match_the_model(build: Any, T: int) -> None:
+    mech = build(T)
+    r = exact_audit(mech, T, rho=HALF)
+    assert r.available and r.ok and r.mu_squared is not None, r.summary()
+    # GaussianModel.shift's formula for every item at once (one SVD, not T)
+    model = GaussianModel.of(mech, T)
+    U, S, _ = np.linalg.svd(model.R * model.sigma, full_matrices=False)
+    base = model.mean(np.zeros(T))
+    D = np.stack([model.mean(np.eye(T)[i]) - base for i in range(T)], axis=1)
+    want = float((((U.T @ D) / S[:, None]) ** 2).sum(axis=0).max())
+    assert abs(float(r.mu_squared) - want) <= 1e-9
+
+
+@pytest.mark.slow
+def test_dense_decoder_beyond_the_work_budget_is_refused() -> None:
+    with pytest.raises(ParameterError, match=r"horizon=128: .* word operations"):
+        exact_audit(SqrtFactorization(rho=HALF, horizon=128), 128, rho=HALF)
