@@ -351,3 +351,10 @@ def test_api_bad_input() -> None:
         conform(ref, ref, horizon=8, timeout=0)
     with pytest.raises(ParameterError, match=r"rho=.*smallest noise standard deviation"):
         conform(gt.binary_ok, Binary(rho=Fraction(2**80), horizon=8), horizon=8)
+
+
+def test_non_finite_target_is_a_finding_not_a_crash() -> None:
+    nan_target = str(Path(__file__).parent / "audit_targets.py") + ":returns_nan"
+    r = conform(nan_target, Binary(rho=RHO, horizon=8), horizon=8, runs=100, seed=13)
+    assert r.violation and any(f.kind == "non-finite" for f in r.findings)
+    assert _check(r, "variance").passed is None and r.implied_rho is None

@@ -197,7 +197,7 @@ def _standardise(E: FloatArray, model: GaussianModel, plan: LinearPlan) -> _Stan
         else:
             Z = np.linalg.solve(Ru, E.T).T
         U = Z / model.sigma[order]
-        group, labels = _node_groups(plan, order, model.sigma[order])
+        group, labels = _node_groups(plan, order)
         return _Standardised(np.asarray(U), group, labels, order, "recovered node noise")
     try:
         L = sla.cholesky(model.covariance(), lower=True, check_finite=False)
@@ -217,10 +217,9 @@ def _standardise(E: FloatArray, model: GaussianModel, plan: LinearPlan) -> _Stan
     )
 
 
-def _node_groups(
-    plan: LinearPlan, nodes: IntArray, sigma: FloatArray
-) -> tuple[IntArray, list[str]]:
-    """Group nodes by (σ, ⌊log₂ length⌋): a group index per node and labels."""
+def _node_groups(plan: LinearPlan, nodes: IntArray) -> tuple[IntArray, list[str]]:
+    """Group nodes by (σ, ⌊log₂ length⌋): a group index per node and labels (σ to 5
+    digits)."""
     length = plan.hi[nodes] - plan.lo[nodes] + 1
     lvl = np.floor(np.log2(length)).astype(np.int64)
     key = plan.scale_idx[nodes].astype(np.int64) * 64 + lvl
@@ -231,7 +230,6 @@ def _node_groups(
         sd = math.sqrt(float(plan.scale_table[s]))
         size = f"length {1 << lv}" if lv == 0 else f"length {1 << lv}–{(1 << (lv + 1)) - 1}"
         labels.append(f"nodes of {size}, σ {sd:.5g}")
-    del sigma  # σ as drawn is the model's; the label shows the exact σ to 5 digits
     return np.asarray(inv, dtype=np.int64).ravel(), labels
 
 
@@ -449,6 +447,17 @@ def _chi2_variance(Y: FloatArray, ref_var: FloatArray, a: float) -> Check:
     """One-sided exact test of each step's sample variance: ``(N − 1)s²/σ_t² ~ χ²(N − 1)``
     for Gaussian noise; Bonferroni over the T steps; a noiseless step always fails."""
     N, T = Y.shape
+    bad = np.flatnonzero(~np.isfinite(Y).all(axis=0))
+    if bad.size:  # the non-finite finding is the target's defect; no variance to compare
+        return Check(
+            "variance",
+            None,
+            None,
+            None,
+            None,
+            a,
+            f"not run: the outputs at t={int(bad[0]) + 1} are not all finite",
+        )
     centred = Y - Y.mean(axis=0)
     s2 = (centred**2).sum(axis=0) / (N - 1)
     noiseless = np.flatnonzero((s2 <= 1e-12 * np.maximum(ref_var, 1e-300)) & (ref_var > 0))
