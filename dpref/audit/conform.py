@@ -422,7 +422,11 @@ def _verdict(
     ref = "" if reference is None else repr(reference)
     gauss = reference is not None and reference.gaussian
     budget = "ρ" if gauss else "ε"
-    law = "independent Gaussian" if gauss else "independent Laplace"
+    law = (
+        "recovered noise is not independent Gaussian noise on the reference's structure"
+        if gauss
+        else "recovered node noise is not independent Laplace noise on the reference's nodes"
+    )
     if failed or defects:
         parts = []
         if failed:
@@ -433,8 +437,7 @@ def _verdict(
         if structure == "differs":
             text += (
                 f". {_differs(ref, budget)}. Established: the target is not {ref} (its "
-                f"recovered noise is not {law} noise on the reference's structure). "
-                f"Not established: whether it is {'ρ-zCDP' if gauss else 'ε-DP'} — less "
+                f"{law}). Not established: whether it is {'ρ-zCDP' if gauss else 'ε-DP'} — less "
                 "variance than the reference is not a violation (`dpref audit` tests privacy)"
             )
         elif stat is not None and stat.implied is not None:
