@@ -366,6 +366,20 @@ def test_api_bad_input() -> None:
         conform(gt.binary_ok, Binary(rho=Fraction(2**80), horizon=8), horizon=8)
 
 
+def exact_last(x: Any, rng: np.random.Generator) -> Any:
+    """BUG: a Gaussian Binary that releases its last count without noise."""
+    y = gt.binary_ok(x, rng)
+    y[-1] = float(np.sum(x))
+    return y
+
+
+def test_a_noiseless_step_fails_even_when_the_structure_differs() -> None:
+    r = conform(exact_last, Binary(rho=RHO, horizon=16), horizon=16, runs=500, seed=14)
+    assert r.violation and r.structure == "differs", r.summary()
+    variance = _check(r, "variance")
+    assert variance.passed is False and "no noise at all" in variance.detail
+
+
 def test_non_finite_target_is_a_finding_not_a_crash() -> None:
     nan_target = str(Path(__file__).parent / "audit_targets.py") + ":returns_nan"
     r = conform(nan_target, Binary(rho=RHO, horizon=8), horizon=8, runs=100, seed=13)
