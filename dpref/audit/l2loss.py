@@ -68,7 +68,8 @@ update counts ``1 + (bits of the multiplier + bits of the pivot row)/64``, about
 per second here.  Measured with ``rho=1/2`` on the 2-core machine (shared, so ±50 %):
 Binary T = 1024 2.1·10⁶ (6 s in all, mostly probing); SqrtFactorization T = 32 1.8·10⁶
 (1 s), T = 64 3.0·10⁷ (33 s); Honaker T = 64 3.1·10⁷ (24 s); BLT T = 128 3.8·10⁷
-(11 s).  A dense decoder at T = 128 (SqrtFactorization, Honaker) exceeds it."""
+(11 s).  SqrtFactorization and Honaker at T = 128 exceed it (refused after 72 s and
+36 s)."""
 
 Row = dict[int, Fraction]
 

@@ -955,7 +955,8 @@ def exact_audit(
         else:
             lb = getattr(sampled, "mu_lower_bound", None)
         report.sampled_lower_bound = None if lb is None else float(lb)
-        report.sampled_confidence = None if lb is None else float(sampled.confidence)
+        if report.privacy == "pure" or lb is not None:
+            report.sampled_confidence = float(sampled.confidence)
     if structure is not None:
         if law == "normal" or (law == "none" and report.privacy != "pure"):
             _fill_gaussian(report, structure, dom.sensitivity)
