@@ -17,9 +17,10 @@ float scale ``1/0.7``).  Planted bugs and their true loss of the released vector
 
 Targets the exact audit must *report*, not analyse: ``binary_clipped`` (not linear),
 ``binary_global_random`` (uses ``np.random`` — randomness dpref does not control),
-``binary_gaussian`` (a non-Laplace draw), ``binary_bit_generator`` (reads an attribute
-the recording generator does not provide), ``binary_data_scale`` (a scale that depends
-on the data), ``raises``, ``wrong_length``, ``returns_text``.
+``binary_exponential`` (a law dpref does not script), ``binary_bit_generator`` (reads an
+attribute the recording generator does not provide), ``binary_data_scale`` (a scale that
+depends on the data), ``raises``, ``wrong_length``, ``returns_text``.  (``binary_gaussian``
+draws normal noise: the exact audit computes its μ, tests/test_audit_exact_gaussian.py.)
 """
 
 from __future__ import annotations
@@ -116,6 +117,12 @@ def binary_gaussian(x: Any, rng: Any) -> Any:
     """Binary with Gaussian node noise."""
     T = len(x)
     return _binary(x, [_levels(T) * np.sqrt(2) / EPSILON] * T, lambda b: rng.normal(0.0, b))
+
+
+def binary_exponential(x: Any, rng: Any) -> Any:
+    """Binary with exponential node noise (a law the exact audit does not script)."""
+    T = len(x)
+    return _binary(x, [_levels(T) / EPSILON] * T, lambda b: rng.exponential(b))
 
 
 def binary_bit_generator(x: Any, rng: Any) -> Any:

@@ -71,12 +71,12 @@ def test_laplace_returns_loc_plus_scale_times_xi(
 
 def test_other_laws_are_recorded_and_unknown_attributes_reported() -> None:
     rng = RecordingGenerator()
-    assert rng.normal(0.0, 1.0, size=3).shape == (3,)
-    rng.normal()
+    assert rng.exponential(1.0, size=3).shape == (3,)
+    rng.exponential()
     rng.integers(0, 5)
     with pytest.raises(AttributeError, match="bit_generator"):
         _ = rng.bit_generator
-    assert rng.requests.other == [("normal", 2), ("integers", 1)]
+    assert rng.requests.other == [("exponential", 2), ("integers", 1)]
     assert rng.requests.unknown == ["bit_generator"]
 
 
@@ -235,7 +235,7 @@ def test_float_scales_are_stated_as_the_small_rational() -> None:
     [
         (it.binary_clipped, "not-linear", "not linear"),
         (it.binary_global_random, "not-reproducible", "does not control"),
-        (it.binary_gaussian, "non-laplace", "rng.normal"),
+        (it.binary_exponential, "non-laplace", "rng.exponential"),
         (it.binary_bit_generator, "unknown-attribute", "bit_generator"),
         (it.binary_data_scale, "structure-depends", "depends on the input/noise"),
         (it.raises, "exception", "boom"),

@@ -195,8 +195,24 @@ def _check_exact_options(args: argparse.Namespace) -> None:
             )
     if args.no_exact:
         raise ParameterError("--no-exact: contradicts --exact")
+    claims = [
+        (flag, value)
+        for flag, value in (("--epsilon", args.epsilon), ("--rho", args.rho), ("--mu", args.mu))
+        if value is not None
+    ]
+    if len(claims) > 1:
+        (f1, v1), (f2, v2) = claims[0], claims[1]
+        raise ParameterError(
+            f"{f1}={v1}, {f2}={v2}: give one claim — --epsilon (pure ε-DP), --rho (ρ-zCDP) "
+            "or --mu (μ-GDP)"
+        )
     if args.target not in mechanism_names():
         _unused_mechanism_flags(args, "the target is a black box (--exact scripts its own draws)")
+    elif args.mu is not None:
+        raise ParameterError(
+            f"--mu={args.mu}: a built-in target is built from its budget, --epsilon or --rho, "
+            "which is also the claim (a Gaussian built-in claims ρ: give --rho)"
+        )
     _fill_defaults(args)
 
 
@@ -351,7 +367,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--exact",
         action="store_true",
-        help="script the target's Laplace draws and compute its loss exactly (docs/auditing.md §9)",
+        help="script the target's Laplace or normal draws and compute its exact ε (Laplace) "
+        "or μ (normal) (docs/auditing.md §9)",
+    )
+    p.add_argument(
+        "--mu",
+        default=None,
+        help="the μ of μ-GDP the target claims (with --exact: a target drawing normal noise; "
+        "e.g. 1, 0.5, 3/2)",
     )
     _add_foreign(p, "audit")
     p.set_defaults(func=run_audit)
@@ -476,7 +499,9 @@ def run(args: argparse.Namespace) -> int:
 
 def run_exact_cli(args: argparse.Namespace) -> int:
     """``dpref audit TARGET --exact``: print the exact report; exit 0 (no violation),
-    1 (violation) or 3 (inconclusive: the loss could not be computed, or only a bound)."""
+    1 (violation) or 3 (inconclusive: the loss could not be computed, or only a bound).
+    The claim is ``--epsilon`` (pure ε, Laplace draws), ``--rho`` (ρ-zCDP) or ``--mu``
+    (μ-GDP) — normal draws; a built-in Gaussian target is built from ``--rho``."""
     from dpref.audit.structural import exact_audit
 
     if args.horizon is None:
@@ -498,6 +523,8 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         target,
         args.horizon,
         epsilon=args.epsilon,
+        rho=args.rho,
+        mu=args.mu,
         domain=domain,
         seed=args.seed or 0,
         timeout=args.timeout,

@@ -7,8 +7,10 @@ protocols are supported:
   which looks like a :class:`numpy.random.Generator`.  Every ``rng.laplace(loc, scale,
   size)`` call is *recorded* (the scale of each scalar draw, broadcast as numpy does) and
   *scripted*: dpref chooses the standard values ``ξ`` and the call returns
-  ``loc + scale·ξ``.  Draws of any other law (``normal``, ``exponential``, ``integers``,
-  ``random``, ``standard_*``, ``choice`` …) are recorded by name and answered by a
+  ``loc + scale·ξ``; ``rng.normal(loc, scale, size)`` and ``rng.standard_normal(size)``
+  likewise, with ξ standard normal in law (each draw's law is recorded beside its
+  scale).  Draws of any other law (``exponential``, ``integers``, ``random``,
+  ``standard_*``, ``choice`` …) are recorded by name and answered by a
   generator with a fixed seed (so the target still runs, reproducibly); they make the
   exact analysis unavailable.  Any other attribute (``rng.bit_generator``, ``rng.foo``)
   is recorded and raises :class:`AttributeError` inside the target.
@@ -37,6 +39,7 @@ from dpref.errors import ParameterError
 from dpref.validation import fmt
 
 __all__ = [
+    "LAWS",
     "OTHER_LAWS",
     "PROTOCOLS",
     "NoiseCallback",
@@ -75,7 +78,6 @@ OTHER_LAWS = frozenset(
         "negative_binomial",
         "noncentral_chisquare",
         "noncentral_f",
-        "normal",
         "pareto",
         "permutation",
         "permuted",
@@ -87,7 +89,6 @@ OTHER_LAWS = frozenset(
         "standard_cauchy",
         "standard_exponential",
         "standard_gamma",
-        "standard_normal",
         "standard_t",
         "triangular",
         "uniform",
@@ -97,7 +98,11 @@ OTHER_LAWS = frozenset(
         "zipf",
     }
 )
-"""Generator methods other than ``laplace``: recorded, answered by a fixed-seed generator."""
+"""Generator methods other than the scripted ``laplace``, ``normal`` and
+``standard_normal``: recorded, answered by a fixed-seed generator."""
+
+LAWS = ("laplace", "normal")
+"""The laws of the scripted draws: standard Laplace and standard normal ξ."""
 
 
 @dataclass
@@ -105,18 +110,40 @@ class Requests:
     """What one call of a target asked its noise object for (plain data, picklable)."""
 
     scales: list[float] = field(default_factory=list)
-    """The scale of each scalar Laplace draw, in the order drawn."""
+    """The scale of each scalar scripted draw (Laplace or normal), in the order drawn."""
+    laws: list[tuple[str, int]] = field(default_factory=list)
+    """The law of the scripted draws, run-length encoded: ``(law, count)`` for each run
+    of consecutive draws of one law (``law`` in :data:`LAWS`)."""
     other: list[tuple[str, int]] = field(default_factory=list)
-    """Non-Laplace draws: ``(law, number of calls)`` in order of first use."""
+    """Draws of the other (unscripted) laws: ``(law, number of calls)`` in order of
+    first use."""
     unknown: list[str] = field(default_factory=list)
     """Attributes the target read that the recording generator does not provide."""
 
     def signature(self) -> tuple[Any, ...]:
-        """What must not depend on the input or the noise: the draws and their scales."""
-        return (tuple(self.scales), tuple(self.other), tuple(self.unknown))
+        """What must not depend on the input or the noise: the draws, their scales and
+        laws."""
+        return (tuple(self.scales), tuple(self.other), tuple(self.unknown), tuple(self.laws))
+
+    def law(self) -> str:
+        """``laplace``, ``normal`` (every scripted draw of that law), ``mixed`` or
+        ``none`` (no scripted draw)."""
+        names = {name for name, _ in self.laws}
+        if not names:
+            return "none"
+        return names.pop() if len(names) == 1 else "mixed"
+
+    def note_law(self, law: str, n: int) -> None:
+        """Record n scripted draws of ``law`` (extending the last run when it is the same)."""
+        if n <= 0:
+            return
+        if self.laws and self.laws[-1][0] == law:
+            self.laws[-1] = (law, self.laws[-1][1] + n)
+        else:
+            self.laws.append((law, n))
 
     def note_other(self, law: str) -> None:
-        """Count one call of a non-Laplace law."""
+        """Count one call of an unscripted law."""
         for k, (name, n) in enumerate(self.other):
             if name == law:
                 self.other[k] = (name, n + 1)
@@ -133,6 +160,10 @@ class _Script:
         self._req = requests
 
     def laplace(self, loc: Any, scale: Any, size: Any) -> Any:
+        return self.draw("laplace", loc, scale, size)
+
+    def draw(self, law: str, loc: Any, scale: Any, size: Any) -> Any:
+        """``loc + scale·ξ`` for the next ξ of the script, recorded as draws of ``law``."""
         loc_a = np.asarray(loc, dtype=np.float64)
         scale_a = np.asarray(scale, dtype=np.float64)
         if np.any(np.isnan(scale_a)) or np.any(scale_a < 0):
@@ -146,6 +177,7 @@ class _Script:
         n = math.prod(shape)
         scales = np.broadcast_to(scale_a, shape).reshape(-1)
         self._req.scales.extend(float(s) for s in scales)
+        self._req.note_law(law, n)
         xi = np.zeros(n, dtype=np.float64)
         take = max(0, min(n, self._xi.size - self._pos))
         xi[:take] = self._xi[self._pos : self._pos + take]
@@ -157,12 +189,15 @@ class _Script:
 
 
 class RecordingGenerator:
-    """A :class:`numpy.random.Generator` look-alike whose Laplace draws dpref scripts.
+    """A :class:`numpy.random.Generator` look-alike whose Laplace and normal draws dpref
+    scripts.
 
-    ``laplace(loc=0.0, scale=1.0, size=None)`` returns ``loc + scale·ξ`` for the next
-    scripted standard values ξ and records each scalar draw's scale; other laws are
-    recorded and drawn from a fixed-seed generator; unknown attributes are recorded and
-    raise :class:`AttributeError`.
+    ``laplace(loc=0.0, scale=1.0, size=None)`` and ``normal(loc=0.0, scale=1.0,
+    size=None)`` return ``loc + scale·ξ`` for the next scripted standard values ξ
+    (standard Laplace, respectively standard normal, in law) and record each scalar
+    draw's scale and law; ``standard_normal(size=None)`` is ``normal(0, 1, size)``.
+    Other laws are recorded and drawn from a fixed-seed generator; unknown attributes are
+    recorded and raise :class:`AttributeError`.
     """
 
     def __init__(self, script: Any = (), requests: Requests | None = None) -> None:
@@ -173,6 +208,25 @@ class RecordingGenerator:
     def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
         """``loc + scale·ξ`` with ξ scripted by dpref (shape as numpy's ``laplace``)."""
         return self._script.laplace(loc, scale, size)
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        """``loc + scale·ξ`` with ξ scripted by dpref, standard normal in law (shape as
+        numpy's ``normal``)."""
+        return self._script.draw("normal", loc, scale, size)
+
+    def standard_normal(self, size: Any = None, dtype: Any = np.float64, out: Any = None) -> Any:
+        """``normal(0, 1, size)``; ``dtype`` float32 rounds the values, ``out`` is filled."""
+        if out is not None:
+            if size is not None:
+                raise ValueError("size must be None or match out.shape when out is given")
+            size = np.shape(out)
+        z = self._script.draw("normal", 0.0, 1.0, size)
+        if np.dtype(dtype) != np.float64:
+            z = np.asarray(z, dtype=dtype) if np.ndim(z) else np.dtype(dtype).type(z)
+        if out is not None:
+            out[...] = z
+            return out
+        return z
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -188,8 +242,8 @@ class RecordingGenerator:
             return draw
         self.requests.unknown.append(name)
         raise AttributeError(
-            f"dpref's recording generator has no attribute {name!r} (only laplace is "
-            "scripted; other numpy Generator draws are recorded)"
+            f"dpref's recording generator has no attribute {name!r} (only laplace, normal "
+            "and standard_normal are scripted; other numpy Generator draws are recorded)"
         )
 
     def __repr__(self) -> str:

@@ -24,10 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit import protocol as P
-from dpref.audit.recording import Requests, make_noise
+from dpref.audit.recording import LAWS, Requests, make_noise
 from dpref.audit.supervisor import Worker, WorkerDied
 from dpref.audit.targets import LOAD_TIMEOUT, Finding, _preview
-from dpref.audit.worker import describe
+from dpref.audit.worker import MAX_LAW_RUNS, describe
 
 __all__ = ["CallFailure", "InProcessRunner", "Runner", "WorkerRunner", "call_in_process"]
 
@@ -136,7 +136,7 @@ class WorkerRunner:
             self.close()
             raise CallFailure(failed.finding, Requests()) from None
         scales = reply.arrays[1] if reply.status == P.ST_OK else np.zeros(0)
-        parsed = _requests(scales, reply.text)
+        parsed = _requests(scales, reply.text, reply.status == P.ST_OK)
         if parsed is None:
             self.close()
             detail = "the worker sent malformed draw records"
@@ -189,16 +189,25 @@ class _LoadFailed(Exception):
         self.finding = finding
 
 
-def _requests(scales: FloatArray, text: str) -> tuple[str, Requests] | None:
+def _requests(scales: FloatArray, text: str, ok: bool = True) -> tuple[str, Requests] | None:
     """The failure detail and the draw records a worker sent back, validated field by
-    field (None: malformed)."""
+    field (None: malformed).  On a success (``ok``) the laws must account for every
+    scale sent (all of them, unless the runs were cut at ``MAX_LAW_RUNS``)."""
     try:
         doc = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(doc, dict) or set(doc) != {"detail", "other", "unknown"}:
+    if not isinstance(doc, dict) or set(doc) != {"detail", "other", "unknown", "laws"}:
         return None
-    detail, other, unknown = doc["detail"], doc["other"], doc["unknown"]
+    detail, other, unknown, laws = doc["detail"], doc["other"], doc["unknown"], doc["laws"]
+    if not isinstance(laws, list) or not all(
+        isinstance(o, list) and len(o) == 2 and o[0] in LAWS and type(o[1]) is int and o[1] > 0
+        for o in laws
+    ):
+        return None
+    counted = sum(o[1] for o in laws)
+    if ok and (counted > scales.size or (len(laws) < MAX_LAW_RUNS and counted != scales.size)):
+        return None
     if not isinstance(detail, str) or not isinstance(other, list) or not isinstance(unknown, list):
         return None
     if not all(
@@ -214,4 +223,5 @@ def _requests(scales: FloatArray, text: str) -> tuple[str, Requests] | None:
         scales=[float(v) for v in scales.tolist()],
         other=[(str(o[0]), int(o[1])) for o in other],
         unknown=[str(u) for u in unknown],
+        laws=[(str(o[0]), int(o[1])) for o in laws],
     )

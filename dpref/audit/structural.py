@@ -23,6 +23,12 @@ means the change is not covered by noise (infinite loss).  ``ε = max_i ε_i``.
   (``U``) and a dual vector u rescaled so that ``‖Mᵀu‖_∞ ≤ 1`` exactly (``L = uᵀ·Δ·A·e_i``,
   a lower bound on the optimum by weak duality).
 
+When the target draws standard *normal* values instead (``rng.normal``,
+``rng.standard_normal``), the release is a Gaussian shift for each neighbouring pair and
+:mod:`dpref.audit.l2loss` gives its exact μ: ``μ_i² = min{‖v‖₂² : M·v = Δ·A·e_i}`` (the
+least-norm v, ∞ without a solution), ``μ = max_i μ_i``, ``ρ = μ²/2``.  The law of the
+recorded draws decides the analysis; a target mixing both laws is a finding.
+
 Every number in the certificate is the exact rational value of the floats the target
 computed (``Fraction(float)``).  For readability the report also states ε as the
 nearest rational with denominator ≤ 1000 when that is within 10⁻¹² (relative) of the
@@ -31,6 +37,7 @@ exact value (the claimed ε is preferred when it qualifies); see docs/auditing.m
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,16 +55,26 @@ from dpref.audit.l1loss import (
     item_losses,
     stated_epsilon,
 )
-from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON, refuse_zcdp
+from dpref.audit.l2loss import MAX_GAUSSIAN_EXACT_WORK, ItemMuSquared, item_mu_squared
+from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
 from dpref.audit.targets import Finding, seeded
 from dpref.domains import Domain, bits
-from dpref.errors import DprefTypeError
+from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
-from dpref.validation import check_choice, check_epsilon, check_int_range, fmt
+from dpref.validation import (
+    ceil_sqrt_float,
+    check_choice,
+    check_epsilon,
+    check_int_range,
+    check_rho,
+    fmt,
+)
 
 __all__ = [
+    "MAX_GAUSSIAN_EXACT_WORK",
+    "PRIVACY_VIEWS",
     "SNAP_MAX_DENOMINATOR",
     "SNAP_RELATIVE",
     "ItemLosses",
@@ -65,6 +82,7 @@ __all__ = [
     "Structure",
     "exact_audit",
     "item_losses",
+    "item_mu_squared",
     "linearity_tolerance",
     "mechanism_target",
     "recover_structure",
@@ -74,25 +92,42 @@ FloatArray = npt.NDArray[np.float64]
 
 _U = 2.0**-53  # unit roundoff of float64
 
+PRIVACY_VIEWS = ("pure", "zcdp", "gdp")
+"""The claims an exact audit compares with: pure ε-DP (Laplace draws), ρ-zCDP or μ-GDP
+(normal draws; for a linear Gaussian release both are exact: ρ = μ²/2)."""
+
 
 # ----------------------------------------------------------------- the target
 def mechanism_target(mech: Mechanism) -> Callable[[FloatArray, Any], FloatArray]:
     """A built-in mechanism as a noise-injectable ``f(stream, rng)``.
 
-    It draws the standard node noise through ``rng.laplace(0, scales)`` with the plan's
-    node scales (``m.plan(T).scales``, canonical order) and returns
-    ``m.release(stream, noise=z)``.  (Laplace noise, whatever ``mech.noise`` says; a
-    zCDP mechanism is refused: :func:`~dpref.audit.limits.refuse_zcdp`.)
+    A pure-ε mechanism draws the standard node noise through ``rng.laplace(0, scales)``
+    with the plan's node scales (``m.plan(T).scales``, canonical order); a Gaussian (zCDP)
+    one draws ``rng.normal(0, σ)`` with its node standard deviations
+    (``m.noise_multipliers(T)``, rounded up).  Both return ``m.release(stream,
+    noise=z)``.  (Continuous noise of that family, whatever ``mech.noise`` says: a
+    discrete Laplace or discrete Gaussian mechanism is audited through its continuous
+    twin of the same scale.)
     """
-    refuse_zcdp("mech", mech)
+    if not isinstance(mech, Mechanism):
+        raise DprefTypeError(f"mech={fmt(mech)}: must be a dpref Mechanism")
+    gaussian = bool(getattr(mech, "gaussian", False))
     cache: dict[int, FloatArray] = {}
 
     def f(stream: FloatArray, rng: Any) -> FloatArray:
         T = len(stream)
         if T not in cache:
-            cache[T] = mech.plan(T).scales
+            if gaussian:
+                n = int(mech.recombination(T).shape[1])
+                sig = np.asarray(mech.noise_multipliers(T), dtype=np.float64)
+                cache[T] = np.broadcast_to(sig, (n,)).copy()
+            else:
+                cache[T] = mech.plan(T).scales
         scales = cache[T]
-        z = rng.laplace(0.0, scales, size=scales.size)
+        if gaussian:
+            z = rng.normal(0.0, scales, size=scales.size)
+        else:
+            z = rng.laplace(0.0, scales, size=scales.size)
         return mech.release(stream, noise=z)
 
     f.__qualname__ = repr(mech)
@@ -110,7 +145,7 @@ class Structure:
     A: FloatArray
     """T × T: the outputs' response to a unit increase of each item."""
     M: FloatArray
-    """T × K: the outputs' response to each standard Laplace value ξ_j."""
+    """T × K: the outputs' response to each standard value ξ_j (Laplace or normal)."""
     c: FloatArray
     """The outputs at ``(x₀, ξ = 0)``."""
     scales: FloatArray
@@ -121,6 +156,8 @@ class Structure:
     """Largest ``|y − fit| / tolerance`` (≤ 1: linear within rounding)."""
     calls: int
     """Target calls made."""
+    law: str = "laplace"
+    """The law of the scripted draws: ``laplace``, ``normal`` or ``none`` (no draw)."""
 
 
 def linearity_tolerance(
@@ -183,6 +220,7 @@ class _Probe:
         self.findings = findings
         self.calls = 0
         self.signature: tuple[Any, ...] | None = None
+        self.law = "none"
 
     def __call__(self, x: FloatArray, xi: FloatArray, what: str) -> FloatArray | None:
         self.calls += 1
@@ -196,6 +234,7 @@ class _Probe:
             if self._draw_findings(req, int(x.size)):
                 return None
             self.signature = req.signature()
+            self.law = req.law()
         elif req.signature() != self.signature:
             self.findings.append(
                 Finding(
@@ -224,7 +263,19 @@ class _Probe:
                 Finding(
                     "non-laplace",
                     f"the target drew from rng.{law} ({n} call{'s' * (n != 1)}); only Laplace "
-                    "noise is analysed exactly for now",
+                    "and normal noise are analysed exactly for now",
+                    T,
+                )
+            )
+            found = True
+        if req.law() == "mixed":
+            runs = ", ".join(f"{law}×{n}" for law, n in req.laws[:6])
+            more = ", …" if len(req.laws) > 6 else ""
+            self.findings.append(
+                Finding(
+                    "mixed-noise",
+                    f"the target drew both Laplace and normal noise ({runs}{more}): a release "
+                    "with both laws at once is not analysed exactly",
                     T,
                 )
             )
@@ -234,7 +285,7 @@ class _Probe:
                 Finding(
                     "unknown-attribute",
                     f"the target read rng.{name}, which the recording generator does not "
-                    "provide (it scripts laplace and records numpy's other draws)",
+                    "provide (it scripts laplace and normal and records numpy's other draws)",
                     T,
                 )
             )
@@ -245,18 +296,25 @@ class _Probe:
 def _draw_difference(req: Requests, first: tuple[Any, ...]) -> str:
     """How the draws of a call differ from the first call's."""
     scales, first_scales = req.scales, list(first[0])
+    noun = _LAW_NOUN.get(req.law(), "scripted")
     if len(scales) != len(first_scales):
-        return f"{len(scales)} Laplace draws instead of {len(first_scales)}"
+        return f"{len(scales)} {noun} draws instead of {len(first_scales)}"
     for j, (a, b) in enumerate(zip(scales, first_scales, strict=True)):
         if a != b:
             return f"draw {j + 1} has scale {a!r} instead of {b!r}"
     return f"{_describe_draws(req)} instead of " + _describe_draws(
-        Requests(first_scales, list(first[1]), list(first[2]))
+        Requests(first_scales, list(first[1]), list(first[2]), list(first[3]))
     )
 
 
+_LAW_NOUN = {"laplace": "Laplace", "normal": "Gaussian", "none": "Laplace"}
+
+
 def _describe_draws(req: Requests) -> str:
-    parts = [f"{len(req.scales)} Laplace draws"]
+    if req.law() == "mixed":
+        parts = [f"{law}×{n}" for law, n in req.laws]
+    else:
+        parts = [f"{len(req.scales)} {_LAW_NOUN[req.law()]} draws"]
     parts += [f"{law}×{n}" for law, n in req.other]
     return ", ".join(parts)
 
@@ -310,8 +368,12 @@ def recover_structure(
     worst, worst_ratio = 0.0, 0.0
     for k in range(checks):
         x = _random_stream(domain, T, rng)
-        xi = rng.laplace(size=K)
-        what = f"random check {k + 1} (random stream, ξ ~ Lap(1))"
+        if probe.law == "normal":
+            xi = rng.standard_normal(size=K)
+            what = f"random check {k + 1} (random stream, ξ ~ N(0, 1))"
+        else:
+            xi = rng.laplace(size=K)
+            what = f"random check {k + 1} (random stream, ξ ~ Lap(1))"
         y = probe(x, xi, what)
         if y is None:
             return None, findings
@@ -351,6 +413,7 @@ def recover_structure(
         worst,
         worst_ratio,
         probe.calls,
+        probe.law,
     )
     return structure, findings
 
@@ -379,7 +442,15 @@ def _show(q: Fraction | None) -> str:
 
 @dataclass
 class StructuralReport:
-    """The result of :func:`exact_audit`."""
+    """The result of :func:`exact_audit`.
+
+    ``privacy`` is the view the claim is judged in: ``pure`` (ε, Laplace draws), ``gdp``
+    (a μ claim) or ``zcdp`` (a ρ claim); ``law`` the law of the recorded draws.  For
+    normal draws the exact values are ``mu_squared`` (``μ² = max_i μ_i²``), ``rho =
+    μ²/2`` and ``mu`` (a float, rounded up); both GDP and zCDP claims are judged by
+    ``μ² ≤ μ²_claimed`` exactly (``2ρ`` or ``μ²``), because a linear Gaussian release is
+    exactly μ-GDP and exactly μ²/2-zCDP.
+    """
 
     target: str
     horizon: int
@@ -387,6 +458,7 @@ class StructuralReport:
     domain: str
     sensitivity: Fraction
     claimed: Fraction | None
+    """The claimed ε (None: no ε claim)."""
     epsilon: Fraction | None = None
     """The certified upper bound U = max_i U_i, exactly (None: infinite or unavailable)."""
     epsilon_lower: Fraction | None = None
@@ -396,8 +468,9 @@ class StructuralReport:
     scope: str = "unavailable"
     """``exact`` (the loss of the released vector), ``upper bound`` or ``unavailable``."""
     infinite: bool = False
+    """The loss analysed (ε, or μ for normal draws in the GDP/zCDP view) is infinite."""
     item: int | None = None
-    """The item (1-indexed) that attains ε."""
+    """The item (1-indexed) that attains ε (μ for normal draws)."""
     item_epsilons: list[Fraction | None] = field(default_factory=list)
     draws: int = 0
     distinct_scales: list[float] = field(default_factory=list)
@@ -411,8 +484,34 @@ class StructuralReport:
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     sampled_lower_bound: float | None = None
-    """A statistical lower bound from the sampled audit, when one was run."""
+    """A statistical lower bound from the sampled audit, when one was run (ε; μ in the
+    GDP/zCDP view)."""
     sampled_confidence: float | None = None
+    privacy: str = "pure"
+    """The view of the claim: ``pure``, ``gdp`` or ``zcdp`` (see the class doc)."""
+    law: str = "unknown"
+    """Law of the recorded draws: ``laplace``, ``normal``, ``none`` (no draw) or
+    ``unknown`` (the analysis did not get that far)."""
+    claimed_rho: Fraction | None = None
+    """The claimed ρ (zCDP), exactly."""
+    claimed_mu: Fraction | None = None
+    """The claimed μ (GDP), exactly."""
+    mu_squared: Fraction | None = None
+    """``μ² = max_i μ_i²`` of normal draws, exactly (None: infinite or not computed)."""
+    mu_squared_stated: Fraction | None = None
+    """``mu_squared`` as a readable rational (the claimed μ² or a small denominator when
+    within 1e-12 relative, see :func:`stated_epsilon`)."""
+    item_mu_squared: list[Fraction | None] = field(default_factory=list)
+    """``μ_i²`` per item (None: ∞)."""
+    mu_infinite: bool = False
+    """Some item's change is not covered by the normal noise (μ = ∞)."""
+    mu_item: int | None = None
+    """The item (1-indexed) that attains μ."""
+    mu_method: str | None = None
+    """How the least-norm shift was solved: ``unique``, ``free`` or ``rows``
+    (:class:`~dpref.audit.l2loss.ItemMuSquared`)."""
+    free_draws: int = 0
+    """Used draws the outputs do not determine (normal draws: ``used − rank``)."""
 
     @property
     def available(self) -> bool:
@@ -420,26 +519,61 @@ class StructuralReport:
         return self.scope != "unavailable"
 
     @property
+    def gaussian(self) -> bool:
+        """True when the target's draws are normal (the exact μ is the analysis)."""
+        return self.law == "normal"
+
+    @property
+    def claimed_mu_squared(self) -> Fraction | None:
+        """The claimed μ², exactly: ``2ρ`` for a ρ claim, ``μ²`` for a μ claim."""
+        if self.claimed_rho is not None:
+            return 2 * self.claimed_rho
+        if self.claimed_mu is not None:
+            return self.claimed_mu**2
+        return None
+
+    @property
+    def rho(self) -> Fraction | None:
+        """``μ²/2``, exactly: the least ρ of zCDP of the linear Gaussian release."""
+        return None if self.mu_squared is None else self.mu_squared / 2
+
+    @property
+    def mu(self) -> float | None:
+        """μ as a float rounded up (``inf`` when μ is infinite, None when not computed)."""
+        if self.mu_infinite:
+            return math.inf
+        return None if self.mu_squared is None else ceil_sqrt_float(self.mu_squared)
+
+    @property
+    def _mismatch(self) -> bool:
+        """A μ/ρ claim on a target whose draws are Laplace: not analysed."""
+        return self.privacy != "pure" and self.law == "laplace"
+
+    @property
     def outcome(self) -> str:
         """What the exact analysis established: ``violation``, ``holds-exactly``,
         ``holds-within-rounding`` (the loss exceeds the claim only by float rounding of the
         target's own scales, at most 1e-12 relative), ``over-noised``, ``no-claim``,
-        ``unavailable`` or ``undetermined`` (only an upper bound, and it exceeds the claim)."""
+        ``unavailable``, ``undetermined`` (only an upper bound, and it exceeds the claim)
+        or ``law-mismatch`` (a ρ/μ claim on a target drawing Laplace noise)."""
         if not self.available:
             return "unavailable"
+        if self._mismatch:
+            return "law-mismatch"
+        if self.privacy != "pure":
+            claim = self.claimed_mu_squared
+            if claim is None:
+                return "no-claim"
+            if self.mu_infinite:
+                return "violation"
+            assert self.mu_squared is not None and self.mu_squared_stated is not None
+            return _compare(self.mu_squared, self.mu_squared_stated, claim, True)
         if self.claimed is None:
             return "no-claim"
         if self.infinite:
             return "violation"
         assert self.epsilon is not None and self.epsilon_stated is not None
-        if self.epsilon == self.claimed:
-            return "holds-exactly"
-        if self.epsilon_stated == self.claimed:
-            return "holds-within-rounding" if self.epsilon > self.claimed else "holds-exactly"
-        if self.epsilon <= self.claimed:
-            return "over-noised"
-        # an exact loss above the claim refutes it; an upper bound above it does not
-        return "violation" if self.scope == "exact" else "undetermined"
+        return _compare(self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact")
 
     @property
     def verdict(self) -> str:
@@ -448,14 +582,23 @@ class StructuralReport:
         outcome = self.outcome
         if outcome == "violation":
             return "violation"
-        if outcome in ("unavailable", "undetermined"):
+        if outcome in ("unavailable", "undetermined", "law-mismatch"):
             return "inconclusive"
         return "no-violation-found"
 
     @property
     def reason(self) -> str:
         """The verdict in words."""
-        return _VERDICT_TEXT[self.outcome]
+        outcome = self.outcome
+        if self.privacy == "pure" and self.gaussian and outcome == "violation":
+            return (
+                "violation: the target adds Gaussian noise, so its pure loss is unbounded "
+                "(ε = ∞); a Gaussian target claims ρ (--rho) or μ (--mu)"
+            )
+        if self.privacy != "pure" and outcome in _GDP_TEXT:
+            what = "2ρ" if self.privacy == "zcdp" else "μ²"
+            return _GDP_TEXT[outcome].replace("{claim}", what)
+        return _VERDICT_TEXT[outcome]
 
     @property
     def exit_code(self) -> int:
@@ -473,6 +616,7 @@ class StructuralReport:
         def s(q: Fraction | None) -> str | None:
             return None if q is None else str(q)
 
+        mu = self.mu
         return {
             "target": self.target,
             "horizon": self.horizon,
@@ -499,6 +643,7 @@ class StructuralReport:
                 "A_shape": [self.horizon, self.horizon],
                 "residual": self.residual,
                 "residual_ratio": self.residual_ratio,
+                "free_draws": self.free_draws,
             },
             "certified": self.certified,
             "calls": self.calls,
@@ -507,69 +652,148 @@ class StructuralReport:
             "findings": [f.as_dict() for f in self.findings],
             "sampled_lower_bound": self.sampled_lower_bound,
             "sampled_confidence": self.sampled_confidence,
+            "privacy": self.privacy,
+            "law": self.law,
+            "claimed_rho": s(self.claimed_rho),
+            "claimed_mu": s(self.claimed_mu),
+            "claimed_mu_squared": s(self.claimed_mu_squared),
+            "mu_squared": s(self.mu_squared),
+            "mu_squared_stated": s(self.mu_squared_stated),
+            "mu": None if mu is None or math.isinf(mu) else mu,
+            "rho": s(self.rho),
+            "mu_infinite": self.mu_infinite,
+            "mu_item": self.mu_item,
+            "mu_method": self.mu_method,
+            "item_mu_squared": [s(q) for q in self.item_mu_squared],
         }
+
+    def _claim_line(self) -> str | None:
+        if self.claimed is not None:
+            return f"claimed     ε = {self.claimed}"
+        if self.claimed_rho is not None:
+            return f"claimed     ρ = {self.claimed_rho} (zCDP; μ² = 2ρ = {self.claimed_mu_squared})"
+        if self.claimed_mu is not None:
+            return f"claimed     μ = {self.claimed_mu} (GDP; μ² = {self.claimed_mu_squared})"
+        return None
+
+    def _structure_lines(self) -> list[str]:
+        scales = ", ".join(f"{b:.6g}" for b in self.distinct_scales[:6])
+        more = ", …" if len(self.distinct_scales) > 6 else ""
+        noun = "Gaussian draws (scales" if self.gaussian else "Laplace draws (scales"
+        ξ = "ξ ~ N(0, 1)" if self.gaussian else "ξ"
+        return [
+            f"structure   y = A·x + M·ξ + c: {self.draws} {noun} {scales}{more}); "
+            f"{self.used_draws} reach the outputs, rank M = {self.rank}; A is "
+            f"{self.horizon}×{self.horizon}",
+            f"linearity   verified on random (x, {ξ}): worst residual {self.residual:.3g} "
+            f"({self.residual_ratio:.3g} × the rounding tolerance); reproducible; "
+            f"{self.calls} calls",
+        ]
+
+    def _mu_lines(self) -> list[str]:
+        where = f" (item t={self.mu_item})" if self.mu_item is not None else ""
+        if self.mu_infinite:
+            return [f"exact μ     μ = ∞{where}: a change of this item is not covered by noise"]
+        assert self.mu_squared is not None
+        stated = self.mu_squared_stated
+        value = (
+            _show(stated)
+            if stated == self.mu_squared
+            else f"{_show(stated)} (to 10⁻¹²; exactly {_show(self.mu_squared)})"
+        )
+        rho = self.rho
+        assert rho is not None and stated is not None
+        method = {
+            "unique": "M's used columns are independent, so v is unique",
+            "free": f"least-norm v over {self.free_draws} free draws",
+            "rows": f"least-norm v on M's row space ({self.rank} rows)",
+        }.get(self.mu_method or "", "")
+        return [
+            f"exact μ     μ² = {value}{where}: μ = {self.mu:.6g} (rounded up), "
+            f"ρ = μ²/2 = {_show(stated / 2)}",
+            f"            exact: μ_i² = min ‖v‖₂² over M·v = Δ·A·e_i ({method}; exact "
+            "rational elimination)",
+        ]
+
+    def _epsilon_lines(self) -> list[str]:
+        where = f" (item t={self.item})" if self.item is not None else ""
+        if self.infinite:
+            if self.gaussian:
+                return [
+                    f"pure loss   ε = ∞{where}: Gaussian noise has an unbounded density ratio "
+                    "under any shift"
+                ]
+            return [f"exact loss  ε = ∞{where}: a change of this item is not covered by noise"]
+        kind = "exact loss " if self.scope == "exact" else "loss ≤     "
+        stated = self.epsilon_stated
+        value = (
+            f"{_show(stated)}"
+            if stated == self.epsilon
+            else (f"{_show(stated)} (to 10⁻¹²; exactly {_show(self.epsilon)})")
+        )
+        lines = [f"{kind} ε = {value}{where}"]
+        if self.gaussian:
+            lines.append("            (no item moves an output: the release does not use x)")
+        elif self.scope == "exact":
+            lines.append(
+                "            exact: M's used columns are independent, so the outputs "
+                "determine the noise (unique v, exact rational elimination)"
+            )
+        else:
+            lo = self.epsilon_lower
+            lines.append(
+                "            upper bound on the loss of the released vector: min-L1 LP "
+                f"(HiGHS), certified LP optimum in [{_show(lo)}, {_show(self.epsilon)}]"
+            )
+        return lines
 
     def summary(self) -> str:
         """A human-readable report: the verdict and its reason first, as every audit report."""
-        headline = {
-            "violation": "VIOLATION: the target is not ε-DP (its exact loss exceeds the claim)",
-            "inconclusive": "INCONCLUSIVE",
-        }.get(self.verdict, "no violation found")
+        if self.privacy == "pure":
+            violated = "VIOLATION: the target is not ε-DP (its exact loss exceeds the claim)"
+        elif self.privacy == "zcdp":
+            violated = "VIOLATION: the target is not ρ-zCDP (its exact ρ exceeds the claim)"
+        else:
+            violated = "VIOLATION: the target is not μ-GDP (its exact μ exceeds the claim)"
+        headline = {"violation": violated, "inconclusive": "INCONCLUSIVE"}.get(
+            self.verdict, "no violation found"
+        )
         lines = [
             f"verdict     {headline} ({self.seconds:.2f} s)",
             f"reason      {self.reason}",
             f"target      {self.target} (noise protocol: {self.protocol})",
             f"horizon     T={self.horizon}, domain {self.domain}, Δ = {self.sensitivity}",
         ]
-        if self.claimed is not None:
-            lines.append(f"claimed     ε = {self.claimed}")
+        claim = self._claim_line()
+        if claim is not None:
+            lines.append(claim)
         if self.available:
-            scales = ", ".join(f"{b:.6g}" for b in self.distinct_scales[:6])
-            more = ", …" if len(self.distinct_scales) > 6 else ""
-            lines.append(
-                f"structure   y = A·x + M·ξ + c: {self.draws} Laplace draws "
-                f"(scales {scales}{more}); "
-                f"{self.used_draws} reach the outputs, rank M = {self.rank}; A is "
-                f"{self.horizon}×{self.horizon}"
-            )
-            lines.append(
-                f"linearity   verified on random (x, ξ): worst residual {self.residual:.3g} "
-                f"({self.residual_ratio:.3g} × the rounding tolerance); reproducible; "
-                f"{self.calls} calls"
-            )
-            where = f" (item t={self.item})" if self.item is not None else ""
-            if self.infinite:
-                lines.append(
-                    f"exact loss  ε = ∞{where}: a change of this item is not covered by noise"
-                )
-            else:
-                kind = "exact loss " if self.scope == "exact" else "loss ≤     "
-                stated = self.epsilon_stated
-                value = (
-                    f"{_show(stated)}"
-                    if stated == self.epsilon
-                    else (f"{_show(stated)} (to 10⁻¹²; exactly {_show(self.epsilon)})")
-                )
-                lines.append(f"{kind} ε = {value}{where}")
-                if self.scope == "exact":
-                    lines.append(
-                        "            exact: M's used columns are independent, so the outputs "
-                        "determine the noise (unique v, exact rational elimination)"
-                    )
-                else:
-                    lo = self.epsilon_lower
-                    lines.append(
-                        "            upper bound on the loss of the released vector: min-L1 LP "
-                        f"(HiGHS), certified LP optimum in [{_show(lo)}, {_show(self.epsilon)}]"
-                    )
+            lines += self._structure_lines()
+            if self.gaussian:
+                lines += self._mu_lines()
+            if not self.gaussian or self.privacy == "pure":
+                lines += self._epsilon_lines()
         if self.sampled_lower_bound is not None:
+            sym = "ε" if self.privacy == "pure" else "μ"
             lines.append(
-                f"sampled     ε ≥ {self.sampled_lower_bound:.4f} with confidence "
+                f"sampled     {sym} ≥ {self.sampled_lower_bound:.4f} with confidence "
                 f"{self.sampled_confidence} (statistical audit)"
             )
         lines += [f"note        {n}" for n in self.notes]
         lines += [f"finding     {f}" for f in self.findings]
         return "\n".join(lines)
+
+
+def _compare(value: Fraction, stated: Fraction, claim: Fraction, exact: bool) -> str:
+    """The outcome of an exact (or upper-bound) loss ``value`` against ``claim``."""
+    if value == claim:
+        return "holds-exactly"
+    if stated == claim:
+        return "holds-within-rounding" if value > claim else "holds-exactly"
+    if value <= claim:
+        return "over-noised"
+    # an exact loss above the claim refutes it; an upper bound above it does not
+    return "violation" if exact else "undetermined"
 
 
 _VERDICT_TEXT = {
@@ -581,6 +805,17 @@ _VERDICT_TEXT = {
     "no-claim": "no ε claimed",
     "undetermined": "undetermined: the upper bound exceeds the claimed ε (not a refutation)",
     "unavailable": "unavailable: the exact loss could not be computed (see findings)",
+    "law-mismatch": "law mismatch: the target draws Laplace noise; its exact pure ε is "
+    "reported, a ρ/μ claim is not analysed for Laplace draws (give --epsilon)",
+}
+
+_GDP_TEXT = {
+    "violation": "violation: the exact μ² exceeds the claimed {claim}",
+    "holds-exactly": "holds exactly: μ² equals the claimed {claim}",
+    "holds-within-rounding": "holds up to float rounding: μ² exceeds the claimed {claim} by "
+    "at most 1e-12 relative, from the target's own float σ",
+    "over-noised": "holds, over-noised: μ² is below the claimed {claim}",
+    "no-claim": "no ρ or μ claimed",
 }
 
 
@@ -593,7 +828,6 @@ def _resolve(
     if protocol is not None:
         protocol = check_choice("protocol", protocol, tuple(PROTOCOLS))
     if isinstance(target, Mechanism):
-        refuse_zcdp("target", target)
         fn = mechanism_target(target)
         return repr(target), InProcessRunner(fn, "rng"), "rng", target.domain
     if isinstance(target, str):
@@ -610,11 +844,48 @@ def _resolve(
     )
 
 
+MAX_MU = Fraction(2**200)
+"""Largest μ a claim may give (μ² = 2^400, the twin of ρ's ``MAX_RHO``)."""
+
+
+def _claims(
+    epsilon: Any, rho: Any, mu: Any, privacy: Any
+) -> tuple[Fraction | None, Fraction | None, Fraction | None, str | None]:
+    """Validate the claim: at most one of ε, ρ, μ, consistent with ``privacy``."""
+    given = [n for n, v in (("epsilon", epsilon), ("rho", rho), ("mu", mu)) if v is not None]
+    if len(given) > 1:
+        a, b = given[0], given[1]
+        va = {"epsilon": epsilon, "rho": rho, "mu": mu}
+        raise ParameterError(
+            f"{a}={fmt(va[a])}, {b}={fmt(va[b])}: give one claim (ε for pure DP, ρ for "
+            "zCDP or μ for GDP), not both"
+        )
+    if privacy is not None:
+        privacy = check_choice("privacy", privacy, PRIVACY_VIEWS)
+    eps = None if epsilon is None else check_epsilon("epsilon", epsilon)
+    r = None if rho is None else check_rho("rho", rho)
+    m = None if mu is None else check_epsilon("mu", mu)
+    if m is not None and m > MAX_MU:
+        raise ParameterError(f"mu={fmt(mu)}: must be <= 2^200")
+    implied = "pure" if eps is not None else "zcdp" if r is not None else "gdp" if m else None
+    if privacy is not None and implied is not None and privacy != implied:
+        name = given[0]
+        value = {"epsilon": epsilon, "rho": rho, "mu": mu}[name]
+        raise ParameterError(
+            f"privacy={fmt(privacy)}: contradicts the claim {name}={fmt(value)} "
+            f"(which is a {implied} claim)"
+        )
+    return eps, r, m, privacy if privacy is not None else implied
+
+
 def exact_audit(
     target: Any,
     horizon: Any,
     *,
     epsilon: Any = None,
+    rho: Any = None,
+    mu: Any = None,
+    privacy: str | None = None,
     domain: Domain | None = None,
     protocol: str | None = None,
     seed: Any = 0,
@@ -629,18 +900,27 @@ def exact_audit(
     ``target`` is a :class:`~dpref.mechanisms.Mechanism` (audited through
     :func:`mechanism_target`), a callable ``f(stream, rng)`` / ``f(stream, noise)``
     or a ``module:function`` spec; ``protocol`` (``"rng"`` or ``"callback"``)
-    overrides the callable's ``dpref_noise`` attribute.  ``epsilon`` is the claimed ε,
-    ``domain`` the stream domain (default: the mechanism's, else bits), ``checks`` the
+    overrides the callable's ``dpref_noise`` attribute.  The claim is at most one of
+    ``epsilon`` (pure ε-DP), ``rho`` (ρ-zCDP) or ``mu`` (μ-GDP); ``privacy``
+    (``"pure"``, ``"zcdp"``, ``"gdp"``) names the view and must agree with the claim
+    (default: the claim's, else the law of the target's draws).  The law of the recorded
+    draws decides the analysis: Laplace → the exact ε, normal → the exact μ
+    (:mod:`dpref.audit.l2loss`; a :class:`~dpref.errors.ParameterError` naming the
+    horizon when its exact elimination would exceed :data:`MAX_GAUSSIAN_EXACT_WORK`).  A Gaussian
+    target with an ε claim is a violation when some item moves an output (its pure loss
+    is unbounded); a Laplace target with a ρ/μ claim has outcome ``law-mismatch``.
+    ``domain`` is the stream domain (default: the mechanism's, else bits), ``checks`` the
     number of random verification points, ``sampled`` an
     :class:`~dpref.audit.loss.AuditReport` whose lower bound is shown beside the exact
-    value.  A third-party target (a callable or a spec) runs in its own worker process
+    value (its ``mu_lower_bound`` in the GDP/zCDP view, when it has one).  A third-party
+    target (a callable or a spec) runs in its own worker process
     (:class:`~dpref.audit.runners.WorkerRunner`, ``timeout`` seconds per call,
     ``memory_limit`` bytes); a spec is imported only there.  ``runner`` replaces that
     (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.runners`).
     """
     start = time.perf_counter()
     T = check_int_range("horizon", horizon, 1, MAX_EXACT_HORIZON)
-    claimed = None if epsilon is None else check_epsilon("epsilon", epsilon)
+    claimed, claimed_rho, claimed_mu, view = _claims(epsilon, rho, mu, privacy)
     checks = check_int_range("checks", checks, 1, MAX_CHECKS)
     if domain is not None and not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
@@ -665,22 +945,37 @@ def exact_audit(
             run.close()
     shown = proto if proto is not None else protocol_of(None, None)
     report = StructuralReport(name, T, shown, dom.name, dom.sensitivity, claimed, findings=findings)
+    report.claimed_rho, report.claimed_mu = claimed_rho, claimed_mu
+    law = structure.law if structure is not None else "unknown"
+    report.law = law
+    report.privacy = view if view is not None else ("gdp" if law == "normal" else "pure")
     if sampled is not None:
-        lb = sampled.epsilon_lower_bound
+        if report.privacy == "pure":
+            lb = sampled.epsilon_lower_bound
+        else:
+            lb = getattr(sampled, "mu_lower_bound", None)
         report.sampled_lower_bound = None if lb is None else float(lb)
-        report.sampled_confidence = float(sampled.confidence)
+        if report.privacy == "pure" or lb is not None:
+            report.sampled_confidence = float(sampled.confidence)
     if structure is not None:
-        _fill(report, structure, dom.sensitivity)
+        if law == "normal" or (law == "none" and report.privacy != "pure"):
+            _fill_gaussian(report, structure, dom.sensitivity)
+        else:
+            _fill(report, structure, dom.sensitivity)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
-    losses = item_losses(s.M, s.A, delta)
+def _fill_common(report: StructuralReport, s: Structure) -> None:
     report.draws = int(s.M.shape[1])
     report.distinct_scales = sorted({float(b) for b in s.scales.tolist()})
-    report.rank, report.used_draws = losses.rank, losses.used
     report.residual, report.residual_ratio, report.calls = s.residual, s.residual_ratio, s.calls
+
+
+def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
+    losses = item_losses(s.M, s.A, delta)
+    _fill_common(report, s)
+    report.rank, report.used_draws = losses.rank, losses.used
     report.item_epsilons = list(losses.upper)
     report.certified = losses.certified
     report.notes += losses.notes
@@ -697,3 +992,37 @@ def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
     report.epsilon = top
     report.epsilon_lower = max(q for q in losses.lower if q is not None)
     report.epsilon_stated = stated_epsilon(top, report.claimed)
+
+
+def _fill_gaussian(report: StructuralReport, s: Structure, delta: Fraction) -> None:
+    """The exact μ of normal draws; in the pure view also the pure loss (0 or ∞)."""
+    mus: ItemMuSquared = item_mu_squared(s.M, s.A, delta)
+    _fill_common(report, s)
+    report.rank, report.used_draws, report.free_draws = mus.rank, mus.used, mus.free
+    report.mu_method = mus.method
+    report.item_mu_squared = list(mus.mu_squared)
+    report.scope = "exact"
+    report.certified = True
+    inf = [i for i, q in enumerate(mus.mu_squared) if q is None]
+    if inf:
+        report.mu_infinite = True
+        report.mu_item = inf[0] + 1
+    else:
+        finite = [q for q in mus.mu_squared if q is not None]
+        top = max(finite)
+        report.mu_item = finite.index(top) + 1
+        report.mu_squared = top
+        report.mu_squared_stated = stated_epsilon(top, report.claimed_mu_squared)
+    # the pure view: a shift v ≠ 0 of standard normal noise has an unbounded density
+    # ratio, and an uncovered shift is infinite too, so ε_i is 0 exactly when item i
+    # moves no output, else ∞
+    moves = [bool(np.any(s.A[:, i] != 0.0)) for i in range(s.A.shape[1])]
+    report.item_epsilons = [None if m else Fraction(0) for m in moves]
+    if report.privacy == "pure":
+        report.infinite = any(moves)
+        report.item = moves.index(True) + 1 if any(moves) else 1
+        if not report.infinite:
+            report.epsilon = report.epsilon_lower = report.epsilon_stated = Fraction(0)
+    else:
+        report.infinite = report.mu_infinite
+        report.item = report.mu_item

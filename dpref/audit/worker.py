@@ -393,13 +393,18 @@ def _shape(r: object) -> tuple[int, ...]:
 
 
 MAX_DRAWS = 1 << 22
-"""Most scalar Laplace draws one scripted call may request (more is a ``bad-output``)."""
+"""Most scalar scripted (Laplace or normal) draws one scripted call may request (more is
+a ``bad-output``)."""
+MAX_LAW_RUNS = 64
+"""Most runs of the draws' laws a scripted reply carries (more than one run is already a
+mixed-noise target, which the parent does not analyse)."""
 
 
 def _op_scripted(st: State, req: P.Frame) -> P.Frame:
     """One call ``f(stream, noise)`` with dpref's recording noise object: the outputs and
-    the Laplace scales it requested; the text is JSON ``{detail, other, unknown}`` (its
-    other requests, also on a failure, where ``detail`` says what failed)."""
+    the scales of the scripted draws it requested; the text is JSON ``{detail, other,
+    unknown, laws}`` (its other requests and the run-length encoded laws of the scripted
+    draws, also on a failure, where ``detail`` says what failed)."""
     from dpref.audit.recording import Requests, make_noise
 
     stream = np.array(req.arrays[0], dtype=np.float64)
@@ -421,7 +426,7 @@ def _op_scripted(st: State, req: P.Frame) -> P.Frame:
         text = "the target wrote into its (read-only) input stream"
         return _scripted(requests, P.ST_MUTATES_INPUT, text)
     if len(requests.scales) > MAX_DRAWS:
-        text = f"requested {len(requests.scales)} Laplace draws (at most {MAX_DRAWS})"
+        text = f"requested {len(requests.scales)} scripted draws (at most {MAX_DRAWS})"
         return _scripted(requests, P.ST_BAD_OUTPUT, text)
     status, text, row = to_row(r, (stream.size,))
     if status != P.ST_OK:
@@ -434,7 +439,12 @@ def _scripted(
     requests: Any, status: int, detail: str, arrays: list[npt.NDArray[Any]] | None = None
 ) -> P.Frame:
     text = json.dumps(
-        {"detail": detail[:4096], "other": requests.other[:64], "unknown": requests.unknown[:64]}
+        {
+            "detail": detail[:4096],
+            "other": requests.other[:64],
+            "unknown": requests.unknown[:64],
+            "laws": requests.laws[:MAX_LAW_RUNS],
+        }
     )
     return P.Frame(P.OP_SCRIPTED, status, arrays=arrays or [], text=text)
 
