@@ -54,8 +54,8 @@ _LEVELS = np.unique(
 )
 """Quantile levels of the pooled selection statistic tried as thresholds τ."""
 _MIN_COUNT = 30
-"""Fewest selection samples of the numerator stream a threshold may leave in the event
-(the projected score of a thinner tail is mostly noise)."""
+"""Fewest selection samples a threshold may leave in and out of the event on either side
+(the projected score of a thinner end is mostly noise)."""
 _SEL_Z = 1.0
 """Standard errors the selection rates are moved against an event before its score is
 projected to the test size (a flat true score must not pick the noisiest tail)."""
@@ -201,10 +201,17 @@ def best_half_line(
             p1 = _wilson(cn / nn, nn, _SEL_Z, -1.0)
             p2 = _wilson(cd / nd, nd, _SEL_Z, 1.0)
             score = projected_score(p1, p2, n_test, z, claim)
-            score = np.where(cn >= _MIN_COUNT, score, -np.inf)
+            # thin ends excluded: at least _MIN_COUNT samples in and out of the event on
+            # both sides (an (ε, δ) score: in the event on the numerator's side only, as
+            # an empty denominator is what such an event looks for); a probit or Rényi
+            # score of a rate estimated from a handful of samples is mostly noise
+            ok = (cn >= _MIN_COUNT) & (nd - cd >= _MIN_COUNT)
+            if claim.kind != "epsilon-delta":
+                ok &= (cd >= _MIN_COUNT) & (nn - cn >= _MIN_COUNT)
+            score = np.where(ok, score, -np.inf)
             k = int(np.argmax(score))
             if np.isfinite(score[k]) and (best is None or score[k] > best[3]):
-                with np.errstate(divide="ignore"):
+                with np.errstate(divide="ignore", invalid="ignore"):
                     plug = float(special.ndtri(cn[k] / nn) - special.ndtri(cd[k] / nd))
                 best = (float(cuts[k]), upper, x_num, float(score[k]), plug)
     return best
