@@ -40,7 +40,8 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -49,6 +50,7 @@ import numpy.typing as npt
 from scipy import optimize, special, stats
 
 from dpref.accounting import GaussianDP
+from dpref.audit.audit_report import EventResult
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.validation import (
@@ -64,10 +66,13 @@ __all__ = [
     "INFO_DELTAS",
     "PRIVACY_KINDS",
     "Claim",
+    "Reading",
     "epsilon_at_delta",
     "epsilon_delta_excess",
     "mu_lower_bound",
     "mu_star",
+    "read_events",
+    "refutes",
     "resolve_claim",
     "zcdp_lower_bound",
 ]
@@ -338,3 +343,92 @@ def mu_star(epsilon: Fraction, delta: Fraction) -> float:
             return m
         m = m * (1 - 1e-9) if _ < 30 else m / 2
     return 0.0
+
+
+# ------------------------------------------------------------------ the verdict
+def refutes(claim: Claim, results: Sequence[EventResult], mu_lb: float, rho_lb: float) -> bool:
+    """Whether the tested events refute the claim (never more than it implies: a μ-GDP
+    claim by μ_lb > μ, exactly; ρ-zCDP by the Rényi bound ρ_lb > ρ; (ε, δ) by an event
+    with ``p₁_low > e^ε p₂_high + δ``)."""
+    if not results:
+        return False
+    if claim.kind == "mu":
+        assert claim.mu2 is not None
+        return mu_lb > 0 and (math.isinf(mu_lb) or Fraction(mu_lb) ** 2 > claim.mu2)
+    if claim.kind == "rho":
+        assert claim.rho is not None
+        return rho_lb > 0 and (math.isinf(rho_lb) or Fraction(rho_lb) > claim.rho)
+    assert claim.epsilon is not None and claim.delta is not None
+    eps, delta = claim.epsilon, claim.delta
+    return any(
+        epsilon_delta_excess(r.p_numerator_low, r.p_denominator_high, eps, delta) > 0
+        for r in results
+    )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The tested events read for a claim (:func:`read_events`)."""
+
+    results: list[EventResult]
+    """The events with their ``mu_lower_bound`` and ``zcdp_rho_lower_bound`` filled in."""
+    violation: bool
+    """Whether they refute the claim (:func:`refutes`)."""
+    mu_lower_bound: float | None
+    """The largest μ bound (None: no event was tested)."""
+    zcdp_rho_lower_bound: float | None
+    """The largest zCDP ρ bound (None: no event was tested)."""
+    event_text: str
+    """The event that decides the verdict, in words."""
+    mu_star: float | None
+    """(ε, δ) claim: :func:`mu_star`."""
+    epsilon_delta: dict[str, float | None] | None
+    """ε(δ) of a μ_lb-GDP mechanism at :data:`INFO_DELTAS` (None: no event was tested)."""
+
+
+def read_events(claim: Claim, results: Sequence[EventResult]) -> Reading:
+    """Each tested event read as a μ, a ρ and an (ε, δ) bound, the verdict for ``claim``, and
+    the event that decides it (the largest bound of the claim's kind)."""
+    rs = [
+        replace(
+            r,
+            mu_lower_bound=mu_lower_bound(r.p_numerator_low, r.p_denominator_high),
+            zcdp_rho_lower_bound=zcdp_lower_bound(r.p_numerator_low, r.p_denominator_high),
+        )
+        for r in results
+    ]
+    mu_lb = max((r.mu_lower_bound or -math.inf for r in rs), default=-math.inf)
+    rho_lb = max((r.zcdp_rho_lower_bound or 0.0 for r in rs), default=0.0)
+
+    def key(r: EventResult) -> float:
+        if claim.kind == "rho":
+            return r.zcdp_rho_lower_bound or 0.0
+        if claim.kind == "epsilon-delta":
+            assert claim.epsilon is not None and claim.delta is not None
+            return epsilon_delta_excess(
+                r.p_numerator_low, r.p_denominator_high, claim.epsilon, claim.delta
+            )
+        return r.mu_lower_bound if r.mu_lower_bound is not None else -math.inf
+
+    event_text = ""
+    if rs:
+        best = max(rs, key=key)
+        other = "x′" if best.numerator == "x" else "x"
+        event_text = (
+            f"E = {{{best.description}}}: P[M({best.numerator}) ∈ E] ≥ "
+            f"{best.p_numerator_low:.4g}, P[M({other}) ∈ E] ≤ {best.p_denominator_high:.4g}"
+        )
+    star = None
+    if claim.epsilon is not None and claim.delta is not None:
+        star = mu_star(claim.epsilon, claim.delta)
+    return Reading(
+        results=rs,
+        violation=refutes(claim, rs, mu_lb, rho_lb),
+        mu_lower_bound=mu_lb if rs else None,
+        zcdp_rho_lower_bound=rho_lb if rs else None,
+        event_text=event_text,
+        mu_star=star,
+        epsilon_delta=(
+            {f"{d:.0e}": epsilon_at_delta(mu_lb, d) for d in INFO_DELTAS} if rs else None
+        ),
+    )

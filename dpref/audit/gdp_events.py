@@ -44,6 +44,7 @@ __all__ = [
     "best_half_line",
     "blackbox_candidates",
     "most_exposed_item",
+    "pair_candidates",
     "projected_score",
 ]
 
@@ -277,3 +278,27 @@ def most_exposed_item(model: GaussianModel, low: float, high: float) -> int:
         outside > 1e-9 * max(1.0, float(np.abs(D).max())), np.inf, (white**2).sum(axis=0)
     )
     return int(np.argmax(mu2))
+
+
+def pair_candidates(
+    Y1: FloatArray,
+    Y2: FloatArray,
+    features: list[FeatureStatistic] | None,
+    shift: PairShift | None,
+    model_name: str,
+    n_test: int,
+    z: float,
+    claim: Claim,
+) -> list[tuple[bool, GdpScored]]:
+    """The candidates of one pair from its selection outputs ``Y1`` (x), ``Y2`` (x′): the
+    best black-box half-line (``features`` given: :func:`blackbox_candidates`) and the best
+    half-line of the plan-aware projection (``shift`` given)."""
+    out: list[tuple[bool, GdpScored]] = []
+    if features is not None:
+        out += blackbox_candidates(Y1, Y2, features, n_test, z, claim)
+    if shift is not None:
+        stat = ShiftStatistic(shift, model_name)
+        found = scored_event(stat, "plan-aware", stat.values(Y1), stat.values(Y2), n_test, z, claim)
+        if found is not None:
+            out.append(found)
+    return out

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -82,23 +82,12 @@ from dpref.audit.events import (
 )
 from dpref.audit.exact import EXACT_MAX_HORIZON, exact_loss
 from dpref.audit.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
-from dpref.audit.gdp import (
-    INFO_DELTAS,
-    Claim,
-    epsilon_at_delta,
-    epsilon_delta_excess,
-    mu_lower_bound,
-    mu_star,
-    resolve_claim,
-    zcdp_lower_bound,
-)
+from dpref.audit.gdp import Claim, read_events, resolve_claim
 from dpref.audit.gdp_events import (
     FeatureStatistic,
     GdpScored,
-    ShiftStatistic,
-    blackbox_candidates,
     most_exposed_item,
-    scored_event,
+    pair_candidates,
 )
 from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
 from dpref.audit.progress import Progress
@@ -638,21 +627,18 @@ def _select_gdp_events(
     candidates: list[_Candidate] = []
     features = [FeatureStatistic(int(i), int(j)) for i, j in split.fpairs]
     model = families.model
+    model_name = "" if model is None else repr(model.mechanism)
     for k, p in enumerate(pair_list):
         kx, kx2 = _stream_key(p.x), _stream_key(p.x_prime)
         if kx not in selection or kx2 not in selection:
             continue
         Y1, Y2 = selection[kx], selection[kx2]
-        if families.use_bb:
-            for x_num, bb in blackbox_candidates(Y1, Y2, features, split.n_test, split.z, claim):
-                candidates.append(_Candidate(k, x_num, bb))
-        if model is not None:
-            stat = ShiftStatistic(model.shift(p.x, p.x_prime), repr(model.mechanism))
-            found = scored_event(
-                stat, "plan-aware", stat.values(Y1), stat.values(Y2), split.n_test, split.z, claim
-            )
-            if found is not None:
-                candidates.append(_Candidate(k, found[0], found[1]))
+        shift = None if model is None else model.shift(p.x, p.x_prime)
+        for x_num, sc in pair_candidates(
+            Y1, Y2, features if families.use_bb else None, shift, model_name, split.n_test,
+            split.z, claim
+        ):  # fmt: skip
+            candidates.append(_Candidate(k, x_num, sc))
     return candidates
 
 
@@ -734,26 +720,6 @@ def _audit_report(
     )
 
 
-def _gdp_verdict(claim: Claim, results: list[EventResult], mu_lb: float, rho_lb: float) -> bool:
-    """Whether the tested events refute the claim (never more than it implies: a μ-GDP
-    claim by μ_lb > μ, exactly; ρ-zCDP by the Rényi bound ρ_lb > ρ; (ε, δ) by an event
-    with ``p₁_low > e^ε p₂_high + δ``)."""
-    if not results:
-        return False
-    if claim.kind == "mu":
-        assert claim.mu2 is not None
-        return mu_lb > 0 and (math.isinf(mu_lb) or Fraction(mu_lb) ** 2 > claim.mu2)
-    if claim.kind == "rho":
-        assert claim.rho is not None
-        return rho_lb > 0 and (math.isinf(rho_lb) or Fraction(rho_lb) > claim.rho)
-    assert claim.epsilon is not None and claim.delta is not None
-    eps, delta = claim.epsilon, claim.delta
-    return any(
-        epsilon_delta_excess(r.p_numerator_low, r.p_denominator_high, eps, delta) > 0
-        for r in results
-    )
-
-
 def _gdp_report(
     opts: _Options,
     split: _Split,
@@ -766,32 +732,7 @@ def _gdp_report(
     """The approximate-DP report: each tested event read as a μ, a ρ and an (ε, δ) bound
     (:mod:`dpref.audit.gdp`), the verdict for the claim, and the model's exact μ."""
     claim = opts.claim
-    results = [
-        replace(
-            r,
-            mu_lower_bound=mu_lower_bound(r.p_numerator_low, r.p_denominator_high),
-            zcdp_rho_lower_bound=zcdp_lower_bound(r.p_numerator_low, r.p_denominator_high),
-        )
-        for r in results
-    ]
-    best_eps, _ = _best_event(results)
-    mu_lb = max((r.mu_lower_bound or -math.inf for r in results), default=-math.inf)
-    rho_lb = max((r.zcdp_rho_lower_bound or 0.0 for r in results), default=0.0)
-    key: Callable[[EventResult], float] = lambda r: r.mu_lower_bound or -math.inf  # noqa: E731
-    if claim.kind == "rho":
-        key = lambda r: r.zcdp_rho_lower_bound or 0.0  # noqa: E731
-    elif claim.kind == "epsilon-delta":
-        assert claim.epsilon is not None and claim.delta is not None
-        e, d = claim.epsilon, claim.delta
-        key = lambda r: epsilon_delta_excess(r.p_numerator_low, r.p_denominator_high, e, d)  # noqa: E731
-    event_text = ""
-    if results:
-        best = max(results, key=key)
-        other = "x′" if best.numerator == "x" else "x"
-        event_text = (
-            f"E = {{{best.description}}}: P[M({best.numerator}) ∈ E] ≥ "
-            f"{best.p_numerator_low:.4g}, P[M({other}) ∈ E] ≤ {best.p_denominator_high:.4g}"
-        )
+    reading = read_events(claim, results)
     model_mu = None
     src = opts.plan_source
     if chosen is not None and src is not None and src.gaussian and opts.T <= MAX_MODEL_HORIZON:
@@ -802,11 +743,11 @@ def _gdp_report(
         claimed_epsilon=claim.epsilon,
         horizon=opts.T,
         confidence=opts.conf,
-        epsilon_lower_bound=best_eps,
-        violation=_gdp_verdict(claim, results, mu_lb, rho_lb),
+        epsilon_lower_bound=_best_event(reading.results)[0],
+        violation=reading.violation,
         neighbours=chosen,
-        event=event_text,
-        events=results,
+        event=reading.event_text,
+        events=reading.results,
         samples=split.n_sel + split.n_test,
         selection_samples=split.n_sel,
         test_samples=split.n_test,
@@ -816,19 +757,13 @@ def _gdp_report(
         seed=seed if isinstance(seed, int | type(None)) else repr(seed),
         privacy=claim.privacy,
         claim_kind=claim.kind,
-        mu_lower_bound=mu_lb if results else None,
-        zcdp_rho_lower_bound=rho_lb if results else None,
+        mu_lower_bound=reading.mu_lower_bound,
+        zcdp_rho_lower_bound=reading.zcdp_rho_lower_bound,
         claimed_mu2=claim.mu2,
         claimed_rho=claim.rho,
         claimed_delta=claim.delta,
-        mu_star=(
-            mu_star(claim.epsilon, claim.delta)
-            if claim.epsilon is not None and claim.delta is not None
-            else None
-        ),
-        epsilon_delta=(
-            {f"{d:.0e}": epsilon_at_delta(mu_lb, d) for d in INFO_DELTAS} if results else None
-        ),
+        mu_star=reading.mu_star,
+        epsilon_delta=reading.epsilon_delta,
         model_mu=model_mu,
     )
 
