@@ -56,11 +56,12 @@ CI_SAMPLES = 20_000
 """Samples per side of the CI audits (about 1–3 s each with the vectorised fixtures)."""
 
 PLANTED = [
-    # (target, its μ at T = 16 from the fixture's docstring)
-    ("binary_sigma_15pct_batched", 1 / 0.85),
-    ("binary_level0_under_batched", math.sqrt(8 / 5)),
-    ("binary_node_sensitivity_batched", math.sqrt(5)),
-    ("binary_redraw_batched", 1.38),
+    # (target, its μ at T = 16 from the fixture's docstring, samples per side): the smallest
+    # bug gets 50,000 samples (μ_lb 1.15 at seed 11; 1.07 at 20,000), the others 20,000
+    ("binary_sigma_15pct_batched", 1 / 0.85, 50_000),
+    ("binary_level0_under_batched", math.sqrt(8 / 5), CI_SAMPLES),
+    ("binary_node_sensitivity_batched", math.sqrt(5), CI_SAMPLES),
+    ("binary_redraw_batched", 1.38, CI_SAMPLES),
 ]
 
 
@@ -145,13 +146,13 @@ def test_vectorised_fixtures_compute_what_the_scalar_ones_do(name: str) -> None:
 
 
 # ------------------------------------------------------------------ power: planted bugs
-@pytest.mark.parametrize(("name", "mu"), PLANTED)
-def test_planted_bugs_are_proven_violations(name: str, mu: float) -> None:
+@pytest.mark.parametrize(("name", "mu", "samples"), PLANTED)
+def test_planted_bugs_are_proven_violations(name: str, mu: float, samples: int) -> None:
     r = audit(
         getattr(gt, name),
         horizon=16,
         mu=1,
-        samples=CI_SAMPLES,
+        samples=samples,
         confidence=CONFIDENCE,
         seed=11,
     )
@@ -449,7 +450,7 @@ def test_tightness_at_a_million_samples(mech: Any, mu: float) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n.removesuffix("_batched") for n, _ in PLANTED])
+@pytest.mark.parametrize("name", [p[0].removesuffix("_batched") for p in PLANTED])
 def test_planted_bugs_as_written_scalar_targets(name: str) -> None:
     """The scalar fixtures in their worker processes, the standard pairs, 10^5 samples."""
     r = audit(f"{TARGETS}:{name}", horizon=16, mu=1, samples=100_000, seed=5)
