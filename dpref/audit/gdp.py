@@ -218,8 +218,8 @@ def resolve_claim(
     else:
         if declared is None:
             raise ParameterError(
-                f"rho=None: privacy={privacy!r} needs the claim of a black-box target "
-                "(rho=, mu=, or epsilon= with delta=)"
+                f"rho=None: privacy={privacy!r} needs a claim (rho=, mu=, or epsilon= with "
+                "delta=): only a Gaussian built-in target or reference declares one"
             )
         r = declared.declared_rho
         if privacy == "gdp" and declared.noise != "gaussian":
