@@ -291,7 +291,6 @@ def test_audits_refuse_zcdp_mechanisms(capsys: pytest.CaptureFixture[str]) -> No
     """The pure-ε tools refuse a Gaussian mechanism; the sampled audit takes it in its
     approximate-DP view (tests/test_audit_gdp.py) and refuses it only with privacy='pure'."""
     from dpref.audit import audit, exact_audit, exact_loss, mechanism_target
-    from dpref.audit.conform import conform
     from dpref.cli import main
 
     m = Binary(rho=Fraction(1, 2), horizon=4)
@@ -299,13 +298,13 @@ def test_audits_refuse_zcdp_mechanisms(capsys: pytest.CaptureFixture[str]) -> No
     for call in (
         lambda: audit(m, horizon=4, samples=200, privacy="pure", epsilon=1),
         lambda: audit(Binary(epsilon=1, horizon=4), horizon=4, samples=200, reference=m, epsilon=1),
-        lambda: conform(Binary(epsilon=1, horizon=4), reference=m, horizon=4),
         lambda: exact_loss(m, 4),
         lambda: exact_audit(m, 4),
         lambda: mechanism_target(m),
     ):
         with pytest.raises(ParameterError, match=why):
             call()
+    # (dpref conform takes Gaussian references: tests/test_conform_gaussian.py)
     assert main(["audit", "binary", "--rho", "1/2", "--horizon", "4", "--privacy", "pure"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--rho=1/2" in err

@@ -42,6 +42,15 @@ def test_release_non_utf8_input(tmp_path: Path, capsys: Any) -> None:
     _bad(["release", "binary", "--epsilon", "1", "--input", str(f)], capsys, "not UTF-8")
 
 
+def test_release_negative_seed_names_the_flag(tmp_path: Path, capsys: Any) -> None:
+    f = tmp_path / "s.txt"
+    f.write_text("1\n0\n")
+    err = _bad(
+        ["release", "binary", "--epsilon", "1", "--seed=-1", "--input", str(f)], capsys, "--seed=-1"
+    )
+    assert "rng" not in err
+
+
 def test_release_non_utf8_stdin_subprocess(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(

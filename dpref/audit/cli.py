@@ -268,9 +268,15 @@ def _check_exact_options(args: argparse.Namespace) -> None:
 
 
 def _check_conform_options(args: argparse.Namespace) -> None:
-    """Every option given to ``dpref conform`` must be used by this run."""
+    """Every option given to ``dpref conform`` must be used by this run; the budget is
+    exactly one of ``--epsilon`` (Laplace reference) and ``--rho`` (Gaussian reference)."""
     _check_foreign(args, "conform")
     blackbox = args.target not in mechanism_names()
+    if args.epsilon is not None and args.rho is not None:
+        raise ParameterError(
+            f"--rho={args.rho}: give one of --epsilon (pure ε-DP, Laplace noise) and --rho "
+            f"(ρ-zCDP, Gaussian noise), not both (--epsilon={args.epsilon})"
+        )
     if args.reference is None:
         for name, value in (
             ("runs", args.runs),
@@ -290,9 +296,15 @@ def _check_conform_options(args: argparse.Namespace) -> None:
                 raise ParameterError(
                     f"--epsilon={args.epsilon}: {why}: no ε is tested; give --reference to test one"
                 )
-    if args.epsilon is None and (args.reference is not None or not blackbox):
+            if args.rho is not None:
+                raise ParameterError(
+                    f"--rho={args.rho}: {why}: no ρ is tested; give --reference to test one"
+                )
+    if args.epsilon is None and args.rho is None and (args.reference is not None or not blackbox):
         what = "the reference's" if args.reference is not None else "the built-in target's"
-        raise ParameterError(f"epsilon=None: give --epsilon ({what} ε)")
+        raise ParameterError(
+            f"epsilon=None: give --epsilon ({what} ε) or --rho ({what} ρ, Gaussian noise)"
+        )
     _fill_defaults(args)
 
 
@@ -430,9 +442,9 @@ def add_parser(subparsers: Any) -> None:
         allow_abbrev=False,
         help="check that a target behaves like the reference mechanism it claims to be",
         description="Crashes, causality by replay, unbiasedness, noise law and scale, per-step "
-        "variance of TARGET against --reference (built with the mechanism flags); without "
-        "--reference only the reference-free checks (crashes, output length, determinism, "
-        "causality).",
+        "variance of TARGET against --reference (built with the mechanism flags: --epsilon "
+        "for a Laplace reference, --rho for a Gaussian one); without --reference only the "
+        "reference-free checks (crashes, output length, determinism, causality).",
     )
     _common(p)
     for action in p._actions:  # a reference-free conform of a black box claims no ε
@@ -517,10 +529,12 @@ def run_conform(args: argparse.Namespace) -> int:
     T = _need_horizon(args)
     _check_conform_options(args)
     _check_cluster_flags(args)
-    target = _target(args)
+    # a built-in target goes to conform as a Mechanism: it accepts Gaussian (zCDP) ones
+    builtin = args.target in mechanism_names()
+    target: Any = _mechanism_named(args, args.target) if builtin else _target(args)
     reference = _mechanism_named(args, args.reference) if args.reference else None
     domain = None
-    if reference is None and target.mechanism is None:
+    if reference is None and not builtin:
         domain = parse_domain(args.domain, args.neighbours)
     with _flag_names():
         report = conform(

@@ -34,6 +34,12 @@ checks (causality, crashes) cannot raise a false alarm.
   lower-tail normal approximation is conservative; a step released without noise
   (``s² = 0``) always fails.
 
+A **Gaussian reference** (``reference.gaussian``: ρ-zCDP) gets the same crash,
+causality and unbiasedness checks; its noise law, scale and per-step variance are
+tested on the node noise recovered (or the residuals whitened) through its
+:class:`~dpref.audit.gaussian_model.GaussianModel`, and a shortfall implies a ρ
+instead of an ε: :mod:`dpref.audit.conform_gaussian`.
+
 References
 ----------
 .. [1] T. Cebere, E. Erb, D. Desfontaines, A. Bellet, J. Fitzsimons.
@@ -77,7 +83,7 @@ from dpref.audit.conform_checks import (
     _variance,
     _variance_scale,
 )
-from dpref.audit.limits import refuse_zcdp
+from dpref.audit.conform_gaussian import gaussian_checks
 from dpref.audit.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
 from dpref.audit.progress import Progress
 from dpref.audit.targets import Finding, Target, TargetFailure, as_target, seeded
@@ -119,9 +125,10 @@ class ConformReport:
     cannot be tested)."""
     implied_epsilon: dict[str, float] | None
     """The ε the estimated scales imply, when the target adds less noise *and* its
-    recovered node noise passed the noise-law test for the reference's structure."""
+    recovered node noise passed the noise-law test for the reference's structure
+    (Laplace references; None for Gaussian ones)."""
     claimed_epsilon: Fraction | None
-    """The reference's ε (None in reference-free mode)."""
+    """The reference's ε (None in reference-free mode and for a Gaussian reference)."""
     seconds: float
     """Wall time."""
     findings: list[Finding] = field(default_factory=list)
@@ -134,7 +141,12 @@ class ConformReport:
     """What was established and what was not, in words."""
     structure: str = "untested"
     """``matches``, ``differs`` or ``untested``: the noise-law verdict on the recovered
-    node noise, the condition for an implied ε."""
+    node noise, the condition for an implied ε (or ρ)."""
+    implied_rho: dict[str, float] | None = None
+    """Gaussian references: the ρ the estimated scales imply (estimate, low, high,
+    claimed), when the target adds less noise and its noise passed the noise-law test."""
+    claimed_rho: Fraction | None = None
+    """The reference's ρ when it is a Gaussian (ρ-zCDP) mechanism, else None."""
 
     @property
     def violation(self) -> bool:
@@ -162,6 +174,8 @@ class ConformReport:
             "noise_scale_ratio": self.noise_scale_ratio,
             "implied_epsilon": self.implied_epsilon,
             "claimed_epsilon": None if self.claimed_epsilon is None else str(self.claimed_epsilon),
+            "implied_rho": self.implied_rho,
+            "claimed_rho": None if self.claimed_rho is None else str(self.claimed_rho),
             "seconds": round(self.seconds, 3),
             "findings": [f.as_dict() for f in self.findings],
             "seed": self.seed,
@@ -207,15 +221,22 @@ class ConformReport:
                 f"implied ε   {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}] "
                 f"(claimed {self.claimed_epsilon})"
             )
+        elif self.implied_rho is not None:
+            e = self.implied_rho
+            lines.append(
+                f"implied ρ   {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}] "
+                f"(claimed {self.claimed_rho})"
+            )
         elif self.structure == "differs":
-            lines.append(f"implied ε   none: {_differs(self.reference)}")
+            budget = "ε" if self.claimed_rho is None else "ρ"
+            lines.append(f"implied {budget}   none: {_differs(self.reference, budget)}")
         for f in self.findings:
             lines.append(f"FINDING     {f}")
         return "\n".join(lines)
 
 
-def _differs(reference: str | None) -> str:
-    return f"noise structure differs from {reference}: no ε implied"
+def _differs(reference: str | None, budget: str = "ε") -> str:
+    return f"noise structure differs from {reference}: no {budget} implied"
 
 
 def crash_horizons(horizon: int) -> list[int]:
@@ -269,7 +290,9 @@ def conform(
         The mechanism the target claims to be (its parameters included), or None for
         the reference-free checks only: crashes (at T = 1, 2, 3, 4, 5, every power of
         two, T − 1, T; exceptions, wrong length, bad or non-finite output) and
-        causality by replay (which also tests determinism given the rng).
+        causality by replay (which also tests determinism given the rng).  A Gaussian
+        (ρ-zCDP) reference is tested through its output model
+        (:mod:`dpref.audit.conform_gaussian`) and reports an implied ρ.
     horizon
         T.
     runs
@@ -357,6 +380,8 @@ def _conform_report(
     findings = list(tgt.findings)
     structure = "untested" if stat is None else stat.structure
     verdict, reason = _verdict(checks, findings, reference, structure, stat)
+    gauss = reference is not None and reference.gaussian
+    implied = None if stat is None else stat.implied
     return ConformReport(
         target=tgt.name,
         reference=None if reference is None else repr(reference),
@@ -366,14 +391,16 @@ def _conform_report(
         conforms=verdict == NO_VIOLATION,
         checks=checks,
         noise_scale_ratio=None if stat is None else stat.ratio_info,
-        implied_epsilon=None if stat is None else stat.implied,
-        claimed_epsilon=None if reference is None else reference.declared_epsilon,
+        implied_epsilon=None if gauss else implied,
+        claimed_epsilon=None if reference is None or gauss else reference.declared_epsilon,
         seconds=time.perf_counter() - start,
         findings=findings,
         seed=seed if isinstance(seed, int | type(None)) else repr(seed),
         verdict=verdict,
         reason=reason,
         structure=structure,
+        implied_rho=implied if gauss else None,
+        claimed_rho=reference.declared_rho if reference is not None and gauss else None,
     )
 
 
@@ -393,6 +420,13 @@ def _verdict(
     untested = [c.name for c in checks if c.passed is None and c.detail.startswith("not ")]
     untested = [u for u in untested if not _is_limitation(checks, u)]
     ref = "" if reference is None else repr(reference)
+    gauss = reference is not None and reference.gaussian
+    budget = "ρ" if gauss else "ε"
+    law = (
+        "recovered noise is not independent Gaussian noise on the reference's structure"
+        if gauss
+        else "recovered node noise is not independent Laplace noise on the reference's nodes"
+    )
     if failed or defects:
         parts = []
         if failed:
@@ -402,21 +436,20 @@ def _verdict(
         text = "; ".join(parts)
         if structure == "differs":
             text += (
-                f". {_differs(ref)}. Established: the target is not {ref} (its recovered "
-                "node noise is not independent Laplace noise on the reference's nodes). "
-                "Not established: whether it is ε-DP — less variance than the reference is "
-                "not a violation (`dpref audit` tests privacy)"
+                f". {_differs(ref, budget)}. Established: the target is not {ref} (its "
+                f"{law}). Not established: whether it is {'ρ-zCDP' if gauss else 'ε-DP'} — less "
+                "variance than the reference is not a violation (`dpref audit` tests privacy)"
             )
         elif stat is not None and stat.implied is not None:
             e = stat.implied
             beyond = "above" if e["low"] > e["claimed"] else "consistent with more than"
             text += (
                 f". Its noise is the reference's structure at a smaller scale: implied "
-                f"ε = {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}], {beyond} the "
-                f"claimed {e['claimed']:g}"
+                f"{budget} = {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}], {beyond} "
+                f"the claimed {e['claimed']:g}"
             )
         elif structure == "untested" and reference is not None and "noise-scale" in failed:
-            text += ". The noise structure could not be tested: no ε implied"
+            text += f". The noise structure could not be tested: no {budget} implied"
         return VIOLATION, text
     why = [f"{f.kind} ({f})" for f in findings if f.kind in _NOT_DEFECTS]
     if untested or why:
@@ -436,7 +469,7 @@ def _verdict(
     return NO_VIOLATION, (
         f"every check passed at false-alarm rate {_alpha_of(checks):g}"
         + (f" ({', '.join(limits)} not applicable: see its line)" if limits else "")
-        + "; conformance is evidence, not a proof of ε-DP"
+        + f"; conformance is evidence, not a proof of {'ρ-zCDP' if gauss else 'ε-DP'}"
     )
 
 
@@ -464,8 +497,13 @@ def _conform_options(
     alpha, domain; options that do not apply to the mode are errors."""
     if reference is not None and not isinstance(reference, Mechanism):
         raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism or None")
-    refuse_zcdp("reference", reference)
-    tgt = as_target(target, timeout=timeout)
+    if isinstance(target, Mechanism) and target.privacy == "zcdp":
+        # as_target refuses a zCDP mechanism for the pure-ε audit; conformance tests its
+        # outputs only, sampled in-process through release_many like any built-in target
+        # (as_target checks the timeout before it passes a Target through)
+        tgt = as_target(Target(repr(target), mechanism=target, timeout=timeout), timeout=timeout)
+    else:
+        tgt = as_target(target, timeout=timeout)
     T = check_positive_int("horizon", horizon)
     if reference is None:
         for name, value in (("runs", runs), ("alpha", alpha)):
@@ -508,6 +546,16 @@ def _check_noise_visible(reference: Mechanism, T: int) -> None:
     """Reject a reference whose noise float64 outputs cannot show (before any target call)."""
     d = reference.domain
     magnitude = T * max(Fraction(1), abs(d.lower), abs(d.upper))
+    if reference.gaussian:  # the plan's table holds the variances σ²: compare squares
+        smallest = min(reference.plan(T).scale_table)
+        if smallest < (magnitude * NOISE_RESOLUTION) ** 2:
+            raise ParameterError(
+                f"rho={str(reference.declared_rho)[:60]}: the reference's smallest noise "
+                f"standard deviation {math.sqrt(float(smallest)):.3g} is below 2^-30 of the "
+                f"outputs' magnitude {float(magnitude):.3g}; float64 outputs cannot show "
+                "noise that small, so conformance cannot be tested (use a smaller rho)"
+            )
+        return
     smallest = min(reference.nodes(T).scale_table)
     if smallest < magnitude * NOISE_RESOLUTION:
         raise ParameterError(
@@ -603,7 +651,8 @@ class _StatChecks:
     ratio_info: dict[str, float] | None
     """Target/reference scale: estimate, low, high."""
     implied: dict[str, float] | None
-    """The ε the estimated scales imply, when the target adds less noise."""
+    """The ε (Gaussian reference: ρ) the estimated scales imply, when the target adds
+    less noise."""
     structure: str = "untested"
     """``matches`` / ``differs`` / ``untested``: the noise-law verdict."""
 
@@ -629,6 +678,9 @@ def _statistical_checks(
     its scale ratio and its per-step variances measure nothing the reference promises,
     so a shortfall is reported but not judged (a step without any noise still fails).
     """
+    if reference.gaussian:
+        g = gaussian_checks(Y, x, reference, T, a)
+        return _StatChecks(g.checks, g.ratio_info, g.implied, g.structure)
     truth = reference.target(x)
     unbiased = _unbiased(Y, truth, a)
     plan = reference.plan(T)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, read_stream
+from dpref.errors import ParameterError
 
 __all__ = ["add_parser", "run"]
 
@@ -26,6 +27,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Release the stream read from ``--input``; with ``--json`` also the exact std."""
+    if args.seed is not None and args.seed < 0:  # named as the flag, before reading input
+        raise ParameterError(f"--seed={args.seed}: must be >= 0")
     stream = read_stream(args.input)
     mech = mechanism_from_args(args, horizon=max(1, stream.size))
     out = mech.release(stream, rng=args.seed)
