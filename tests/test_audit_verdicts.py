@@ -238,7 +238,8 @@ BB = f"{TARGETS}:binary_ok"
     ("argv", "needle"),
     [
         # a mechanism flag with nothing to configure: a black box without --reference
-        (["audit", BB, "--horizon", "3", "--epsilon", "1", "--delta", "1e-5"], "--delta=1e-5"),
+        # (--epsilon with --delta is an (ε, δ) claim: tests/test_audit_gdp.py)
+        (["audit", BB, "--horizon", "3", "--delta", "1e-5"], "--delta=1e-5"),
         (["audit", BB, "--horizon", "3", "--epsilon", "1", "--window", "2"], "--window=2"),
         (["audit", BB, "--horizon", "3", "--epsilon", "1", "--noise", "discrete"], "--noise"),
         (["conform", BB, "--horizon", "3", "--alpha", "0.5"], "--alpha=0.5"),

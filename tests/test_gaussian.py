@@ -288,15 +288,16 @@ def test_cli_release_with_rho(tmp_path: Any, capsys: pytest.CaptureFixture[str])
 
 
 def test_audits_refuse_zcdp_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
-    from dpref.audit import as_target, audit, exact_audit, exact_loss, mechanism_target
+    """The pure-ε tools refuse a Gaussian mechanism; the sampled audit takes it in its
+    approximate-DP view (tests/test_audit_gdp.py) and refuses it only with privacy='pure'."""
+    from dpref.audit import audit, exact_audit, exact_loss, mechanism_target
     from dpref.cli import main
 
     m = Binary(rho=Fraction(1, 2), horizon=4)
-    why = "auditing zCDP/GDP is not supported yet"
+    why = "the pure-ε audit does not apply to Gaussian noise"
     for call in (
-        lambda: as_target(m),
-        lambda: audit(m, horizon=4, samples=200),
-        lambda: audit(Binary(epsilon=1, horizon=4), horizon=4, samples=200, reference=m),
+        lambda: audit(m, horizon=4, samples=200, privacy="pure", epsilon=1),
+        lambda: audit(Binary(epsilon=1, horizon=4), horizon=4, samples=200, reference=m, epsilon=1),
         lambda: exact_loss(m, 4),
     ):
         with pytest.raises(ParameterError, match=why):
@@ -306,6 +307,6 @@ def test_audits_refuse_zcdp_mechanisms(capsys: pytest.CaptureFixture[str]) -> No
     assert exact_audit(m, 4, rho=Fraction(1, 2)).law == "normal"
     assert mechanism_target(m)(np.zeros(4), np.random.default_rng(0)).shape == (4,)
     # (dpref conform takes Gaussian references: tests/test_conform_gaussian.py)
-    assert main(["audit", "binary", "--rho", "1/2", "--horizon", "4"]) == 2
+    assert main(["audit", "binary", "--rho", "1/2", "--horizon", "4", "--privacy", "pure"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and why in err and "rho=1/2" in err
+    assert err.count("\n") == 1 and "--rho=1/2" in err

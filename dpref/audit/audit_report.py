@@ -108,9 +108,23 @@ class EventResult:
     """The plug-in ``ln(p̂₁/p̂₂)`` (``inf`` when the denominator count is 0)."""
     selection_score: float
     """The projected bound that got it chosen."""
+    mu_lower_bound: float | None = None
+    """Approximate-DP view: ``Φ⁻¹(p_low) − Φ⁻¹(p_high)``
+    (:func:`~dpref.audit.gdp.mu_lower_bound`)."""
+    zcdp_rho_lower_bound: float | None = None
+    """Approximate-DP view: the Bernoulli Rényi bound on ρ
+    (:func:`~dpref.audit.gdp.zcdp_lower_bound`)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-friendly dict."""
+        """JSON-friendly dict (the approximate-DP keys only in that view)."""
+        out = self._base_dict()
+        if self.mu_lower_bound is not None:
+            out["mu_lower_bound"] = _json_float(self.mu_lower_bound)
+        if self.zcdp_rho_lower_bound is not None:
+            out["zcdp_rho_lower_bound"] = _json_float(self.zcdp_rho_lower_bound)
+        return out
+
+    def _base_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "description": self.description,
@@ -136,8 +150,8 @@ class AuditReport:
 
     target: str
     """The target's name."""
-    claimed_epsilon: Fraction
-    """The ε the target claims."""
+    claimed_epsilon: Fraction | None
+    """The ε the target claims (pure, or the ε of an (ε, δ) claim; else None)."""
     horizon: int
     """T."""
     confidence: float
@@ -172,6 +186,38 @@ class AuditReport:
     """Distinct streams of the screened pairs the target could not be sampled on."""
     streams_total: int = 0
     """Distinct streams of the screened pairs."""
+    privacy: str = "pure"
+    """``pure`` (ε-DP), ``gdp`` (μ-GDP or (ε, δ)) or ``zcdp`` (ρ-zCDP): the claim's view."""
+    claim_kind: str = "epsilon"
+    """``epsilon``, ``mu``, ``rho`` or ``epsilon-delta``: which bound decides the verdict."""
+    mu_lower_bound: float | None = None
+    """μ_lb: the largest ``Φ⁻¹(p₁_low) − Φ⁻¹(p₂_high)`` over the tested events."""
+    zcdp_rho_lower_bound: float | None = None
+    """The largest Bernoulli Rényi bound on a zCDP ρ over the tested events."""
+    claimed_mu2: Fraction | None = None
+    """μ² of a μ-GDP claim (exact)."""
+    claimed_rho: Fraction | None = None
+    """ρ of a ρ-zCDP claim, or the ρ a μ-GDP claim was given as (exact)."""
+    claimed_delta: Fraction | None = None
+    """δ of an (ε, δ) claim (exact)."""
+    mu_star: float | None = None
+    """(ε, δ) claim: the largest μ whose GDP curve implies it (rounded down)."""
+    epsilon_delta: dict[str, float | None] | None = None
+    """ε(δ) of a μ_lb-GDP mechanism at δ = 1e-3, 1e-5, 1e-7 (informational, floats)."""
+    model_mu: float | None = None
+    """The chosen pair's exact μ under a Gaussian built-in's / reference's model."""
+
+    @property
+    def claimed_mu(self) -> float | None:
+        """The claimed μ (nearest float; the verdict compares the exact μ²)."""
+        return None if self.claimed_mu2 is None else math.sqrt(self.claimed_mu2)
+
+    @property
+    def rho_lower_bound(self) -> float | None:
+        """``μ_lb²/2``: the ρ of a μ_lb-GDP mechanism (not a zCDP bound for other mechanisms:
+        that is :attr:`zcdp_rho_lower_bound`); None unless μ_lb > 0."""
+        mu = self.mu_lower_bound
+        return None if mu is None or not mu > 0 else mu * mu / 2
 
     @property
     def verdict(self) -> str:
@@ -187,6 +233,8 @@ class AuditReport:
     @property
     def reason(self) -> str:
         """Why the verdict is what it is: what was established and what was not."""
+        if self.privacy != "pure":
+            return self._gdp_reason()
         lb, claimed = self.epsilon_lower_bound, self.claimed_epsilon
         failed = (
             f"the target failed on {self.streams_failed} of {self.streams_total} streams "
@@ -216,6 +264,46 @@ class AuditReport:
             f" (findings that did not stop sampling: {notes})" if notes else ""
         )
 
+    def _claim_text(self) -> str:
+        if self.claim_kind == "mu":
+            return f"μ = {self.claimed_mu:.6g} (μ² = {self.claimed_mu2})"
+        if self.claim_kind == "rho":
+            return f"ρ = {self.claimed_rho} (zCDP)"
+        return f"(ε, δ) = ({self.claimed_epsilon}, {self.claimed_delta})"
+
+    def _bound_text(self) -> str:
+        if self.claim_kind == "rho":
+            return f"zCDP ρ ≥ {self.zcdp_rho_lower_bound:.4f}"
+        if self.claim_kind == "epsilon-delta":
+            return f"an event with P[M(x) ∈ E] > e^ε·P[M(x′) ∈ E] + δ ({self.event})"
+        return f"μ ≥ {self.mu_lower_bound:.4f}"
+
+    def _gdp_reason(self) -> str:
+        failed = (
+            f"the target failed on {self.streams_failed} of {self.streams_total} streams "
+            f"({self._blocking()})"
+            if self.streams_failed
+            else ""
+        )
+        claim, conf = self._claim_text(), f"confidence {self.confidence:g}"
+        what = {"mu": "μ-GDP", "rho": "ρ-zCDP", "epsilon-delta": "(ε, δ)-DP"}[self.claim_kind]
+        if self.violation:
+            text = f"{self._bound_text()} refutes the claimed {claim} with {conf}: not {what}"
+            return text + (f"; also, {failed}" if failed else "")
+        if self.mu_lower_bound is None:
+            if failed:
+                return f"{failed}: no neighbouring pair could be sampled and tested; nothing proven"
+            return "no event could be built on the outputs (see findings); nothing proven"
+        if self.claim_kind == "epsilon-delta":
+            within = (
+                f"no tested event exceeds e^ε·P[M(x′) ∈ E] + δ for the claimed {claim} ({conf})"
+            )
+        else:
+            within = f"{self._bound_text()} does not exceed the claimed {claim} ({conf})"
+        if failed:
+            return f"{failed}: the pairs on those streams were not audited; on the others {within}"
+        return f"{within}; an audit can refute a claim, never prove it"
+
     def _blocking(self) -> str:
         return "; ".join(str(f) for f in self.findings[:1]) or "no output"
 
@@ -230,14 +318,50 @@ class AuditReport:
         return self.verdict == NO_VIOLATION and not self.findings
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON report."""
+        """The JSON report (the approximate-DP keys only in that view)."""
+        out = self._base_dict()
+        if self.privacy == "pure":
+            return out
+
+        def frac(v: Fraction | None) -> str | None:
+            return None if v is None else str(v)
+
+        def num(v: float | None) -> float | str | None:
+            return None if v is None else _json_float(v)
+
+        out["claimed_epsilon_float"] = (
+            None if self.claimed_epsilon is None else float(self.claimed_epsilon)
+        )
+        out.update(
+            privacy=self.privacy,
+            claim=self.claim_kind,
+            mu_lower_bound=num(self.mu_lower_bound),
+            rho_lower_bound=num(self.rho_lower_bound),
+            zcdp_rho_lower_bound=num(self.zcdp_rho_lower_bound),
+            claimed_mu=self.claimed_mu,
+            claimed_mu2=frac(self.claimed_mu2),
+            claimed_rho=frac(self.claimed_rho),
+            claimed_delta=frac(self.claimed_delta),
+            claimed_delta_float=None if self.claimed_delta is None else float(self.claimed_delta),
+            mu_star=self.mu_star,
+            epsilon_delta=(
+                None
+                if self.epsilon_delta is None
+                else {k: num(v) for k, v in self.epsilon_delta.items()}
+            ),
+            model_mu=num(self.model_mu),
+        )
+        return out
+
+    def _base_dict(self) -> dict[str, Any]:
         lb = self.epsilon_lower_bound
+        claimed = self.claimed_epsilon
         return {
             "verdict": self.verdict,
             "reason": self.reason,
             "target": self.target,
-            "claimed_epsilon": str(self.claimed_epsilon),
-            "claimed_epsilon_float": float(self.claimed_epsilon),
+            "claimed_epsilon": None if claimed is None else str(claimed),
+            "claimed_epsilon_float": None if claimed is None else float(claimed),
             "horizon": self.horizon,
             "epsilon_lower_bound": None if lb is None else _json_float(lb),
             "confidence": self.confidence,
@@ -259,6 +383,8 @@ class AuditReport:
 
     def summary(self) -> str:
         """A human-readable report; the first line is the verdict."""
+        if self.privacy != "pure":
+            return self._gdp_summary()
         label = {
             VIOLATION: "VIOLATION: the target is not ε-DP (proven at this confidence)",
             NO_VIOLATION: "no violation found",
@@ -270,12 +396,14 @@ class AuditReport:
             f"target      {self.target}",
             f"horizon     T={self.horizon}",
         ]
-        lines.append(f"claimed     ε = {self.claimed_epsilon} ({float(self.claimed_epsilon):.6g})")
+        claimed = self.claimed_epsilon
+        assert claimed is not None  # a pure report always claims an ε
+        lines.append(f"claimed     ε = {claimed} ({float(claimed):.6g})")
         if self.epsilon_lower_bound is None:
             lines.append("lower bound none (no neighbouring pair could be sampled)")
         else:
             lb = self.epsilon_lower_bound
-            ratio = lb / float(self.claimed_epsilon) if math.isfinite(lb) else lb
+            ratio = lb / float(claimed) if math.isfinite(lb) else lb
             lines.append(
                 f"lower bound ε ≥ {lb:.4f} with confidence {self.confidence:g} "
                 f"({ratio:.3f} × claimed)"
@@ -301,6 +429,77 @@ class AuditReport:
             f"{self.test_samples:,} test); {self.pairs_screened} pairs screened; "
             f"{self.seconds:.2f} s"
         )
+        for f in self.findings:
+            lines.append(f"FINDING     {f}")
+        return "\n".join(lines)
+
+    def _gdp_summary(self) -> str:
+        what = {"mu": "μ-GDP", "rho": "ρ-zCDP", "epsilon-delta": "(ε, δ)-DP"}[self.claim_kind]
+        label = {
+            VIOLATION: f"VIOLATION: the target is not {what} as claimed (proven at this "
+            "confidence)",
+            NO_VIOLATION: "no violation found",
+            INCONCLUSIVE: "INCONCLUSIVE: the target could not be audited in full",
+        }[self.verdict]
+        lines = [
+            f"verdict     {label}",
+            f"reason      {self.reason}",
+            f"target      {self.target}",
+            f"horizon     T={self.horizon}",
+            f"claimed     {self._claim_text()} [privacy {self.privacy}]",
+        ]
+        if self.claim_kind == "epsilon-delta":
+            lines.append(
+                f"            μ* = {self.mu_star:.4f}: the largest μ whose GDP curve implies it "
+                "(μ_lb > μ* alone is no violation)"
+            )
+        mu = self.mu_lower_bound
+        if mu is None:
+            lines.append("lower bound none (no neighbouring pair could be sampled)")
+        else:
+            lines.append(f"lower bound μ ≥ {mu:.4f} with confidence {self.confidence:g}")
+            rho = self.rho_lower_bound
+            if rho is not None:
+                lines.append(
+                    f"            ρ = μ²/2 ≥ {rho:.4f} (the ρ of a {mu:.4f}-GDP mechanism)"
+                )
+            lines.append(
+                f"            zCDP ρ ≥ {self.zcdp_rho_lower_bound:.4f} (Rényi bound of the events)"
+            )
+            if self.epsilon_delta:
+                eds = ", ".join(
+                    f"ε({k}) = {'-' if v is None else f'{v:.4f}'}"
+                    for k, v in self.epsilon_delta.items()
+                )
+                lines.append(f"            a {mu:.4f}-GDP mechanism has {eds}")
+        if self.model_mu is not None:
+            lines.append(
+                f"model μ     {self.model_mu:.4f} (the pair's exact μ under the reference)"
+            )
+        if self.neighbours is not None:
+            n = self.neighbours
+            lines.append(f"neighbours  {n.description}")
+            lines.append(f"            x  = {_compact(n.x)}")
+            lines.append(f"            x′ = {_compact(n.x_prime)}")
+            lines.append(f"event       {self.event}")
+        for ev in self.events:
+            lines.append(
+                f"  {ev.kind:<10} μ ≥ {ev.mu_lower_bound:.4f}, zCDP ρ ≥ "
+                f"{ev.zcdp_rho_lower_bound:.4f} ({ev.count_numerator} vs "
+                f"{ev.count_denominator} of {ev.samples})"
+            )
+        k = len(self.events)
+        lines.append(
+            f"samples     {self.samples:,} per side ({self.selection_samples:,} selection + "
+            f"{self.test_samples:,} test); {self.pairs_screened} pairs screened; "
+            f"{self.seconds:.2f} s"
+        )
+        if k:
+            lines.append(
+                f"confidence  each of the {2 * k} Clopper–Pearson bounds at level "
+                f"{(1 - self.confidence) / (2 * k):.4g} (Bonferroni over {k} "
+                f"event{'s' if k > 1 else ''} × 2 rates)"
+            )
         for f in self.findings:
             lines.append(f"FINDING     {f}")
         return "\n".join(lines)

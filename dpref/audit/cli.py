@@ -126,7 +126,7 @@ def _unused_mechanism_flags(args: argparse.Namespace, why: str) -> None:
 
 
 _HINTS = {
-    "delta": " (dpref audits pure ε-DP: there is no δ option)",
+    "delta": " (the δ of an (ε, δ) claim is --delta with --epsilon in dpref audit)",
     "alpha": " (the false-alarm rate of conform is --false-alarm)",
 }
 
@@ -181,6 +181,73 @@ def _check_audit_options(args: argparse.Namespace) -> None:
     for name, value in _AUDIT_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+
+
+def _takes_delta(args: argparse.Namespace) -> bool:
+    """Whether ``--delta`` is a mechanism flag in this run (an ``allwindow`` target or
+    reference); otherwise it is the δ of an (ε, δ) claim."""
+    return any(
+        name is not None and "delta" in MECHANISM_PARAMS.get(name, ())
+        for name in (args.target, args.reference)
+    )
+
+
+def _check_claim_options(args: argparse.Namespace) -> Any:
+    """The claim flags of ``dpref audit`` (not ``--exact``): ``--privacy``, ``--epsilon``,
+    ``--rho``, ``--mu``, ``--delta``.  Returns the claim's δ (None: no (ε, δ) claim) and
+    clears ``args.delta`` when it is one, so that no mechanism is built with it.
+
+    ``--delta`` is the mechanism's for an ``allwindow`` target or reference (there an
+    (ε, δ) claim cannot be given), else the δ of an (ε, δ) claim with ``--epsilon``.  A
+    built-in target or ``--reference`` is built from ``--epsilon`` or ``--rho`` (as
+    ``dpref release``) and claims its declaration; ``--mu`` (or ``--delta``) replaces it.
+    """
+    from dpref.validation import check_fraction, check_probability_open
+
+    eps, rho, mu, privacy = args.epsilon, args.rho, args.mu, args.privacy
+    if rho is not None and eps is not None:
+        raise ParameterError(
+            f"--rho={rho}, --epsilon={eps}: give one of them (ρ: a zCDP/GDP claim or a "
+            "Gaussian mechanism; ε: a pure claim or a Laplace mechanism)"
+        )
+    if mu is not None and rho is not None:
+        raise ParameterError(f"--mu={mu}, --rho={rho}: give one claim, μ or ρ (μ² = 2ρ)")
+    builds = args.target in mechanism_names() or args.reference is not None
+    if mu is not None and eps is not None and not builds:
+        raise ParameterError(f"--mu={mu}, --epsilon={eps}: give one claim, μ or ε")
+    if privacy == "pure":
+        for flag, value in (("--rho", rho), ("--mu", mu)):
+            if value is not None:
+                raise ParameterError(
+                    f"{flag}={value}: --privacy pure audits a pure ε claim of a Laplace "
+                    "mechanism; use --privacy gdp or zcdp"
+                )
+    if mu is not None:
+        try:
+            m = check_fraction("--mu", str(mu))
+        except DprefError as exc:
+            raise ParameterError(str(exc)) from None
+        if not 0 < m <= 1024:
+            raise ParameterError(f"--mu={mu}: must be > 0 and at most 1024")
+    if _takes_delta(args):
+        if privacy in ("gdp", "zcdp") and eps is not None and mu is None:
+            raise ParameterError(
+                f"--privacy {privacy} --epsilon {eps}: --delta is the allwindow mechanism's "
+                "parameter here, so an (ε, δ) claim cannot be given; claim --mu or use "
+                "--privacy pure"
+            )
+        return None
+    delta = args.delta
+    if delta is None:
+        return None
+    if eps is None:
+        raise ParameterError(f"--delta={delta}: an (ε, δ) claim needs --epsilon as well")
+    if privacy == "pure" or mu is not None:
+        other = "--privacy pure" if privacy == "pure" else f"--mu={mu}"
+        raise ParameterError(f"--delta={delta}, {other}: an (ε, δ) claim is --privacy gdp")
+    check_probability_open("--delta", str(delta))
+    args.delta = None
+    return str(delta)
 
 
 def _check_exact_options(args: argparse.Namespace) -> None:
@@ -363,18 +430,26 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--no-exact", action="store_true", help="skip the exact loss (built-ins, T <= 8)"
     )
+    p.add_argument(
+        "--privacy",
+        choices=["pure", "gdp", "zcdp"],
+        default=None,
+        help="the claim audited: pure ε-DP, μ-GDP or (ε, δ) (gdp), ρ-zCDP (zcdp); default "
+        "gdp with --rho/--mu/--delta or a Gaussian mechanism (zcdp: discrete Gaussian), else "
+        "pure (docs/auditing.md §11)",
+    )
+    p.add_argument(
+        "--mu",
+        default=None,
+        help="the claimed μ of μ-GDP, e.g. 1, 0.5, 3/2 (replaces a built-in's declared ρ; with "
+        "--exact: a target drawing normal noise); an (ε, δ) claim is --epsilon E --delta D",
+    )
     # --exact: exact audit of a noise-injectable target (dpref/audit/structural.py)
     p.add_argument(
         "--exact",
         action="store_true",
         help="script the target's Laplace or normal draws and compute its exact ε (Laplace) "
         "or μ (normal) (docs/auditing.md §9)",
-    )
-    p.add_argument(
-        "--mu",
-        default=None,
-        help="the μ of μ-GDP the target claims (with --exact: a target drawing normal noise; "
-        "e.g. 1, 0.5, 3/2)",
     )
     _add_foreign(p, "audit")
     p.set_defaults(func=run_audit)
@@ -424,10 +499,16 @@ def run_audit(args: argparse.Namespace) -> int:
     from dpref.audit.loss import audit
 
     T = _need_horizon(args)
+    delta = _check_claim_options(args)
     _check_audit_options(args)
     _check_cluster_flags(args)
     target = _target(args)
     reference = _mechanism_named(args, args.reference) if args.reference else None
+    built = target.mechanism is not None or reference is not None
+    # a built mechanism claims its declaration (--epsilon / --rho built it), unless --mu
+    # replaces the claim; a black box claims what --epsilon / --rho say
+    epsilon = None if (built and args.mu is not None) else args.epsilon
+    rho = None if built else args.rho
     domain = None
     if target.mechanism is None and reference is None:
         domain = parse_domain(args.domain, args.neighbours)
@@ -436,7 +517,11 @@ def run_audit(args: argparse.Namespace) -> int:
         report = audit(
             target,
             horizon=T,
-            epsilon=args.epsilon,
+            epsilon=epsilon,
+            privacy=args.privacy,
+            delta=delta,
+            rho=rho,
+            mu=args.mu,
             samples=args.samples,
             confidence=args.confidence,
             seed=args.seed,
@@ -525,6 +610,7 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         epsilon=args.epsilon,
         rho=args.rho,
         mu=args.mu,
+        privacy=args.privacy,
         domain=domain,
         seed=args.seed or 0,
         timeout=args.timeout,

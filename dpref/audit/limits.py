@@ -50,10 +50,13 @@ to answer before the run is refused: an unreachable address is an error, never a
 
 def refuse_zcdp(name: str, mechanism: Any) -> None:
     """Raise :class:`~dpref.errors.ParameterError` when ``mechanism`` is a ρ-zCDP
-    (Gaussian-noise) dpref mechanism: the audits here measure a pure-ε loss (Laplace
-    likelihood ratios, a pure-ε claim), which does not apply to Gaussian noise."""
+    (Gaussian-noise) dpref mechanism and the tool measures a pure-ε loss (Laplace
+    likelihood ratios, a pure-ε claim), which does not apply to Gaussian noise; the
+    sampled audit's approximate-DP view (``privacy='gdp'`` / ``'zcdp'``, docs/auditing.md
+    §11) is what audits such a mechanism."""
     if getattr(mechanism, "privacy", "pure") == "zcdp":
         raise ParameterError(
-            f"{name}={fmt(mechanism)}: auditing zCDP/GDP is not supported yet; the pure-ε "
-            "audit does not apply to Gaussian noise"
+            f"{name}={fmt(mechanism)}: a ρ-zCDP (Gaussian-noise) mechanism; the pure-ε "
+            "audit does not apply to Gaussian noise (audit it with privacy='gdp' or 'zcdp', "
+            "docs/auditing.md §11)"
         )

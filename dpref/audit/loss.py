@@ -70,9 +70,6 @@ from dpref.audit.cluster import (
     shard_seed,
 )
 from dpref.audit.events import (
-    ConjunctionEvent,
-    LikelihoodRatioEvent,
-    ProjectionEvent,
     Scored,
     best_llr_threshold,
     best_projections,
@@ -84,6 +81,14 @@ from dpref.audit.events import (
     used_nodes,
 )
 from dpref.audit.exact import EXACT_MAX_HORIZON, exact_loss
+from dpref.audit.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
+from dpref.audit.gdp import Claim, read_events, resolve_claim
+from dpref.audit.gdp_events import (
+    FeatureStatistic,
+    GdpScored,
+    most_exposed_item,
+    pair_candidates,
+)
 from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
 from dpref.audit.progress import Progress
 from dpref.audit.stats import cp_lower, cp_upper
@@ -95,7 +100,6 @@ from dpref.noise import make_rng
 from dpref.plan import LinearPlan
 from dpref.validation import (
     check_choice,
-    check_epsilon,
     check_flag,
     check_int_range,
     check_probability_open,
@@ -122,6 +126,9 @@ _FEATURE_BUDGET = 24_000_000
 """Cap on selection samples × features per stream (memory of the selection step)."""
 _MAX_SELECTION = 50_000
 """Cap on selection samples per stream: enough to rank events; the rest go to the test."""
+_EXPOSED_MAX_HORIZON = 256
+"""Largest T at which the approximate-DP view adds the item of largest model μ to the pairs
+(T noiseless releases of the reference)."""
 _PLAN_MAX_HORIZON = 1024
 """Largest T for the plan-aware event (its recovery matrix is dense, T × T)."""
 
@@ -226,7 +233,7 @@ def _stream_key(x: Sequence[float]) -> bytes:
 class _Candidate:
     pair: int
     numerator_is_x: bool
-    scored: Scored
+    scored: Scored | GdpScored
 
 
 def audit(
@@ -234,6 +241,10 @@ def audit(
     *,
     horizon: Any,
     epsilon: Any = None,
+    privacy: Any = None,
+    delta: Any = None,
+    rho: Any = None,
+    mu: Any = None,
     samples: Any = 200_000,
     confidence: Any = 0.99,
     seed: Any = None,
@@ -258,7 +269,21 @@ def audit(
     horizon
         T, the stream length.
     epsilon
-        The claimed ε (default: a built-in mechanism's declared ε).
+        The claimed ε (default: a built-in mechanism's declared ε); with ``delta``, the ε
+        of an (ε, δ) claim.
+    privacy
+        ``"pure"`` (ε-DP: the Laplace-loss audit), ``"gdp"`` (a μ-GDP or (ε, δ) claim) or
+        ``"zcdp"`` (a ρ-zCDP claim); default ``"gdp"`` when ``rho``, ``mu`` or ``delta`` is
+        given, else from a Gaussian built-in target or reference (``"gdp"`` for continuous
+        Gaussian noise, ``"zcdp"`` for discrete Gaussian), else ``"pure"``
+        (:func:`~dpref.audit.gdp.resolve_claim`; docs/auditing.md §11).
+    delta
+        The δ of an (ε, δ) claim, in (0, 1) (with ``epsilon``; privacy ``"gdp"``).
+    rho
+        The claimed ρ: μ-GDP with μ² = 2ρ (``"gdp"``) or ρ-zCDP (``"zcdp"``); default a
+        Gaussian built-in target's or reference's declared ρ.
+    mu
+        The claimed μ of μ-GDP (exact, > 0); under ``"zcdp"`` the claim ρ = μ²/2.
     samples
         Samples per side for the reported pair: selection + test.
     confidence
@@ -299,6 +324,7 @@ def audit(
         target,
         horizon=horizon,
         epsilon=epsilon,
+        claim_args=(privacy, delta, rho, mu),
         samples=samples,
         confidence=confidence,
         domain=domain,
@@ -319,7 +345,10 @@ def audit(
         )
         selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar)
         failed = len(streams) - len(selection)
-        candidates = _select_events(pair_list, selection, families, split, gen)
+        if opts.claim.privacy == "pure":
+            candidates = _select_events(pair_list, selection, families, split, gen)
+        else:
+            candidates = _select_gdp_events(pair_list, selection, families, split, opts.claim)
         del selection
         chosen, family = _choose_pair(candidates, pair_list, families)
         root = root_seed(gen)
@@ -340,7 +369,10 @@ class _Options:
 
     tgt: Target
     T: int
-    claimed: Fraction
+    claimed: Fraction | None
+    """The claimed ε of a pure claim (None in the approximate-DP view)."""
+    claim: Claim
+    """The claim tested (its privacy kind and exact parameters)."""
     n_total: int
     conf: float
     events: str
@@ -355,6 +387,7 @@ def _audit_options(
     *,
     horizon: Any,
     epsilon: Any,
+    claim_args: tuple[Any, Any, Any, Any],
     samples: Any,
     confidence: Any,
     domain: Domain | None,
@@ -373,22 +406,47 @@ def _audit_options(
     fraction = float(check_probability_open("selection_fraction", selection_fraction))
     if reference is not None and not isinstance(reference, Mechanism):
         raise DprefTypeError(f"reference={fmt(reference)}: must be a dpref Mechanism")
-    refuse_zcdp("reference", reference)
     if domain is not None and not isinstance(domain, Domain):
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
-    given = None if epsilon is None else check_epsilon("epsilon", epsilon)
+    target_mech = (
+        target.mechanism
+        if isinstance(target, Target)
+        else target
+        if isinstance(target, Mechanism)
+        else None
+    )
+    privacy, delta, rho, mu = claim_args
+    claim = resolve_claim(
+        privacy=privacy,
+        epsilon=epsilon,
+        delta=delta,
+        rho=rho,
+        mu=mu,
+        target_mechanism=target_mech,
+        reference=reference,
+    )
+    if claim.privacy == "pure":
+        refuse_zcdp("reference", reference)
+        refuse_zcdp("target", target_mech)
     tgt = as_target(target, timeout=timeout)
-    if given is None:
-        if tgt.mechanism is None:
-            raise ParameterError("epsilon=None: give the ε a black-box target claims")
-        claimed = tgt.mechanism.declared_epsilon
-    else:
-        claimed = given
+    claimed: Fraction | None = None
+    if claim.privacy == "pure":
+        if claim.epsilon is None:
+            if tgt.mechanism is None:
+                raise ParameterError("epsilon=None: give the ε a black-box target claims")
+            claimed = tgt.mechanism.declared_epsilon
+        else:
+            claimed = claim.epsilon
     if tgt.mechanism is not None:
         tgt.mechanism_at(T)
     plan_source = reference if reference is not None else tgt.mechanism
     if events == "plan" and plan_source is None:
         raise ParameterError("events='plan' needs a built-in target or a reference mechanism")
+    if events == "plan" and claim.privacy != "pure" and not (plan_source and plan_source.gaussian):
+        raise ParameterError(
+            f"events='plan': the plan-aware event of privacy={claim.privacy!r} needs a Gaussian "
+            f"built-in target or reference, not {plan_source!r}"
+        )
     if events == "plan" and T > _PLAN_MAX_HORIZON:
         raise ParameterError(
             f"events='plan': the plan-aware event is built for T <= {_PLAN_MAX_HORIZON}, "
@@ -396,16 +454,20 @@ def _audit_options(
         )
     if domain is None:
         domain = plan_source.domain if plan_source is not None else bits()
-    return _Options(tgt, T, claimed, n_total, conf, events, fraction, plan_source, domain)
+    return _Options(tgt, T, claimed, claim, n_total, conf, events, fraction, plan_source, domain)
 
 
 def _neighbour_pairs(opts: _Options, pairs: Any, gen: np.random.Generator) -> list[NeighbourPair]:
     """The given pairs (checked), or the standard family plus the plan's most charged item."""
     T = opts.T
     extra: list[int] = []
-    if opts.plan_source is not None:
-        sums = opts.plan_source.plan(T).item_privacy_sums()
+    src = opts.plan_source
+    if src is not None:
+        sums = src.plan(T).item_privacy_sums()
         extra.append(max(range(T), key=lambda i: sums[i]))
+        if opts.claim.privacy != "pure" and src.gaussian and T <= _EXPOSED_MAX_HORIZON:
+            lo, hi = opts.domain.extremes()
+            extra.append(most_exposed_item(GaussianModel.of(src, T), float(lo), float(hi)))
     if pairs is None:
         return standard_pairs(T, opts.domain, gen, extra)
     return _check_pairs(pairs, T, opts.domain)
@@ -421,10 +483,24 @@ class _Families:
     """The plan for the plan-aware event (None: no plan-aware event)."""
     inverse: FloatArray | None
     """The plan's recovery matrix (with ``plan``)."""
+    model: GaussianModel | None = None
+    """The Gaussian output model for the approximate-DP view's plan-aware event."""
 
 
 def _event_families(opts: _Options) -> _Families:
-    """Black-box events unless ``events='plan'``; plan-aware ones when a plan is known, T ≤ 1024."""
+    """Black-box events unless ``events='plan'``; plan-aware ones when a plan is known, T ≤ 1024
+    (in the approximate-DP view: a Gaussian plan's :class:`GaussianModel`)."""
+    if opts.claim.privacy != "pure":
+        src = opts.plan_source
+        model = None
+        if (
+            src is not None
+            and src.gaussian
+            and opts.events != "blackbox"
+            and opts.T <= MAX_MODEL_HORIZON
+        ):
+            model = GaussianModel.of(src, opts.T)
+        return _Families(opts.events != "plan", None, None, model)
     plan = (
         opts.plan_source.plan(opts.T)
         if opts.plan_source is not None and opts.events != "blackbox"
@@ -464,7 +540,7 @@ def _split(opts: _Options, families: _Families) -> _Split:
     n_test = n_total - n_sel
     if n_test < 100:
         raise ParameterError(f"samples={n_total}: too few for a selection and a test split")
-    k_test = int(families.use_bb) + int(families.plan is not None)
+    k_test = int(families.use_bb) + int(families.plan is not None or families.model is not None)
     alpha = 1.0 - opts.conf
     a_each = alpha / (2 * k_test)
     z = float(stats.norm.isf(a_each))
@@ -538,6 +614,34 @@ def _select_events(
     return candidates
 
 
+def _select_gdp_events(
+    pair_list: list[NeighbourPair],
+    selection: dict[bytes, FloatArray],
+    families: _Families,
+    split: _Split,
+    claim: Claim,
+) -> list[_Candidate]:
+    """The approximate-DP view's candidates (:mod:`dpref.audit.gdp_events`): for every pair,
+    the best black-box half-line (features and learned projections) and the best half-line
+    of the plan-aware projection, thresholds scored for the claim at the test size."""
+    candidates: list[_Candidate] = []
+    features = [FeatureStatistic(int(i), int(j)) for i, j in split.fpairs]
+    model = families.model
+    model_name = "" if model is None else repr(model.mechanism)
+    for k, p in enumerate(pair_list):
+        kx, kx2 = _stream_key(p.x), _stream_key(p.x_prime)
+        if kx not in selection or kx2 not in selection:
+            continue
+        Y1, Y2 = selection[kx], selection[kx2]
+        shift = None if model is None else model.shift(p.x, p.x_prime)
+        for x_num, sc in pair_candidates(
+            Y1, Y2, features if families.use_bb else None, shift, model_name, split.n_test,
+            split.z, claim
+        ):  # fmt: skip
+            candidates.append(_Candidate(k, x_num, sc))
+    return candidates
+
+
 def _choose_pair(
     candidates: list[_Candidate], pair_list: list[NeighbourPair], families: _Families
 ) -> tuple[NeighbourPair | None, list[_Candidate]]:
@@ -546,16 +650,14 @@ def _choose_pair(
         return None, []
     # The pair: the best plan-aware candidate's when there is a plan (its score is
     # the more reliable), else the best black-box candidate's.
-    lead = [c for c in candidates if isinstance(c.scored.event, LikelihoodRatioEvent)]
+    lead = [c for c in candidates if c.scored.event.kind == "plan-aware"]
     top = max(lead or candidates, key=lambda c: c.scored.score)
     pair_idx = top.pair
     family: list[_Candidate] = []
     # One black-box slot: the better-scored of the conjunction and the projection (K unchanged).
-    black_box: tuple[type, ...] = (ConjunctionEvent, ProjectionEvent)
-    for kind in ((black_box,) if families.use_bb else ()) + (
-        ((LikelihoodRatioEvent,),) if families.plan is not None else ()
-    ):
-        mine = [c for c in candidates if c.pair == pair_idx and isinstance(c.scored.event, kind)]
+    has_plan = families.plan is not None or families.model is not None
+    for kind in (("black-box",) if families.use_bb else ()) + (("plan-aware",) if has_plan else ()):
+        mine = [c for c in candidates if c.pair == pair_idx and c.scored.event.kind == kind]
         if mine:
             family.append(max(mine, key=lambda c: c.scored.score))
     return pair_list[pair_idx], family
@@ -585,8 +687,11 @@ def _audit_report(
     start: float,
 ) -> AuditReport:
     """The verdict against the claimed ε, the exact loss when asked for, and the report."""
+    if opts.claim.privacy != "pure":
+        return _gdp_report(opts, split, pair_list, chosen, results, seed, start)
     best_lb, event_text = _best_event(results)
     claimed = opts.claimed
+    assert claimed is not None
     violation = (
         best_lb is not None and best_lb > 0 and (math.isinf(best_lb) or Fraction(best_lb) > claimed)
     )
@@ -612,6 +717,54 @@ def _audit_report(
         findings=list(tgt.findings),
         exact=exact_report,
         seed=seed if isinstance(seed, int | type(None)) else repr(seed),
+    )
+
+
+def _gdp_report(
+    opts: _Options,
+    split: _Split,
+    pair_list: list[NeighbourPair],
+    chosen: NeighbourPair | None,
+    results: list[EventResult],
+    seed: Any,
+    start: float,
+) -> AuditReport:
+    """The approximate-DP report: each tested event read as a μ, a ρ and an (ε, δ) bound
+    (:mod:`dpref.audit.gdp`), the verdict for the claim, and the model's exact μ."""
+    claim = opts.claim
+    reading = read_events(claim, results)
+    model_mu = None
+    src = opts.plan_source
+    if chosen is not None and src is not None and src.gaussian and opts.T <= MAX_MODEL_HORIZON:
+        model_mu = GaussianModel.of(src, opts.T).shift(chosen.x, chosen.x_prime).mu
+    tgt = opts.tgt
+    return AuditReport(
+        target=tgt.name,
+        claimed_epsilon=claim.epsilon,
+        horizon=opts.T,
+        confidence=opts.conf,
+        epsilon_lower_bound=_best_event(reading.results)[0],
+        violation=reading.violation,
+        neighbours=chosen,
+        event=reading.event_text,
+        events=reading.results,
+        samples=split.n_sel + split.n_test,
+        selection_samples=split.n_sel,
+        test_samples=split.n_test,
+        pairs_screened=len(pair_list),
+        seconds=time.perf_counter() - start,
+        findings=list(tgt.findings),
+        seed=seed if isinstance(seed, int | type(None)) else repr(seed),
+        privacy=claim.privacy,
+        claim_kind=claim.kind,
+        mu_lower_bound=reading.mu_lower_bound,
+        zcdp_rho_lower_bound=reading.zcdp_rho_lower_bound,
+        claimed_mu2=claim.mu2,
+        claimed_rho=claim.rho,
+        claimed_delta=claim.delta,
+        mu_star=reading.mu_star,
+        epsilon_delta=reading.epsilon_delta,
+        model_mu=model_mu,
     )
 
 

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit import protocol as P
-from dpref.audit.limits import MAX_TIMEOUT, refuse_zcdp
+from dpref.audit.limits import MAX_TIMEOUT
 from dpref.audit.supervisor import Worker, WorkerDied
 from dpref.audit.worker import LoadError, check_spec, import_target
 from dpref.errors import DprefTypeError, ParameterError, TargetError
@@ -448,7 +448,6 @@ def as_target(
     if isinstance(target, Target):
         return target
     if isinstance(target, Mechanism):
-        refuse_zcdp("target", target)
         return Target(repr(target), mechanism=target, timeout=timeout)
     if isinstance(target, str):
         bad = check_spec(target)
