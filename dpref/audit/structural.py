@@ -55,7 +55,12 @@ from dpref.audit.l1loss import (
     item_losses,
     stated_epsilon,
 )
-from dpref.audit.l2loss import MAX_GAUSSIAN_EXACT_WORK, ItemMuSquared, item_mu_squared
+from dpref.audit.l2loss import (
+    MAX_GAUSSIAN_EXACT_WORK,
+    ItemMuSquared,
+    item_mu_squared,
+    mu_squared_lower_bound,
+)
 from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
@@ -512,6 +517,13 @@ class StructuralReport:
     (:class:`~dpref.audit.l2loss.ItemMuSquared`)."""
     free_draws: int = 0
     """Used draws the outputs do not determine (normal draws: ``used − rank``)."""
+    mu_squared_lower: Fraction | None = None
+    """When μ² exceeds a μ/ρ claim: a lower bound on :attr:`mu_item`'s μ² that holds
+    whatever the rounding of the probed structure
+    (:func:`~dpref.audit.l2loss.mu_squared_lower_bound`); only a bound above the claim
+    makes the outcome a violation (None: not computed)."""
+    mu_lower_infinite: bool = False
+    """The item's change is outside the noise's reach whatever the probe rounding."""
 
     @property
     def available(self) -> bool:
@@ -565,15 +577,23 @@ class StructuralReport:
             if claim is None:
                 return "no-claim"
             if self.mu_infinite:
-                return "violation"
+                return "violation" if self._certified_above(claim) else "undetermined"
             assert self.mu_squared is not None and self.mu_squared_stated is not None
-            return _compare(self.mu_squared, self.mu_squared_stated, claim, True)
+            outcome = _compare(self.mu_squared, self.mu_squared_stated, claim, True)
+            if outcome == "violation" and not self._certified_above(claim):
+                return "undetermined"
+            return outcome
         if self.claimed is None:
             return "no-claim"
         if self.infinite:
             return "violation"
         assert self.epsilon is not None and self.epsilon_stated is not None
         return _compare(self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact")
+
+    def _certified_above(self, claim: Fraction) -> bool:
+        """Whether μ² exceeds ``claim`` even allowing for the rounding of the probes."""
+        lower = self.mu_squared_lower
+        return self.mu_lower_infinite or (lower is not None and lower > claim)
 
     @property
     def verdict(self) -> str:
@@ -665,6 +685,8 @@ class StructuralReport:
             "mu_item": self.mu_item,
             "mu_method": self.mu_method,
             "item_mu_squared": [s(q) for q in self.item_mu_squared],
+            "mu_squared_lower": s(self.mu_squared_lower),
+            "mu_lower_infinite": self.mu_lower_infinite,
         }
 
     def _claim_line(self) -> str | None:
@@ -691,6 +713,17 @@ class StructuralReport:
         ]
 
     def _mu_lines(self) -> list[str]:
+        lines = self._mu_value_lines()
+        if self.mu_lower_infinite:
+            lines.append("rounding    μ = ∞ whatever the rounding of the probed structure")
+        elif self.mu_squared_lower is not None:
+            lines.append(
+                f"rounding    μ² ≥ {float(self.mu_squared_lower):.10g} whatever the rounding of "
+                "the probed structure (what a violation rests on)"
+            )
+        return lines
+
+    def _mu_value_lines(self) -> list[str]:
         where = f" (item t={self.mu_item})" if self.mu_item is not None else ""
         if self.mu_infinite:
             return [f"exact μ     μ = ∞{where}: a change of this item is not covered by noise"]
@@ -816,6 +849,8 @@ _GDP_TEXT = {
     "at most 1e-12 relative, from the target's own float σ",
     "over-noised": "holds, over-noised: μ² is below the claimed {claim}",
     "no-claim": "no ρ or μ claimed",
+    "undetermined": "undetermined: the computed μ² exceeds the claimed {claim}, but by no more "
+    "than the float rounding of the probed structure can account for (not a refutation)",
 }
 
 
@@ -960,10 +995,24 @@ def exact_audit(
     if structure is not None:
         if law == "normal" or (law == "none" and report.privacy != "pure"):
             _fill_gaussian(report, structure, dom.sensitivity)
+            _certify_gaussian(report, structure, dom)
         else:
             _fill(report, structure, dom.sensitivity)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _certify_gaussian(report: StructuralReport, s: Structure, dom: Domain) -> None:
+    """When μ² exceeds the claim, the rounding-proof lower bound of the deciding item."""
+    claim = report.claimed_mu_squared
+    if claim is None or report.privacy == "pure" or report.mu_item is None:
+        return
+    if not report.mu_infinite and (report.mu_squared is None or report.mu_squared <= claim):
+        return
+    base, probe = _domain_base(dom)
+    i = report.mu_item - 1
+    lower, infinite = mu_squared_lower_bound(s.M, s.A[:, i], s.c, dom.sensitivity, probe - base)
+    report.mu_squared_lower, report.mu_lower_infinite = lower, infinite
 
 
 def _fill_common(report: StructuralReport, s: Structure) -> None:
