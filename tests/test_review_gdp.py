@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from dpref.audit.audit_report import EventResult
+from dpref.audit.gdp import Claim, mu_lower_bound, read_events
 from dpref.audit.l2loss import item_mu_squared, mu_squared_lower_bound
 from dpref.audit.runners import InProcessRunner
 from dpref.audit.structural import exact_audit
@@ -87,3 +89,23 @@ def test_mu_squared_lower_bound_is_tight_on_clean_structures() -> None:
         raw, np.array([0.0, 0.0, 1.0]), np.zeros(3), Fraction(1), 1.0
     )
     assert inf
+
+
+def test_mu_lower_bound_rounds_down() -> None:
+    """Φ⁻¹(p₁) − Φ⁻¹(p₂) in floats was returned as is: here it is 2.0128082990097687 while
+    the real value is 2.01280829900976841726…, so a claim μ = 2.0128082990097685 in between
+    was "refuted" by rounding.  The bound must not exceed the real value (computed with
+    mpmath at 200 bits)."""
+    import mpmath
+
+    p1, p2 = 0.8184808436607272, 0.13496637821055876
+    with mpmath.workprec(200):
+        real = mpmath.sqrt(2) * (
+            mpmath.erfinv(2 * mpmath.mpf(p1) - 1) - mpmath.erfinv(2 * mpmath.mpf(p2) - 1)
+        )
+        lb = mu_lower_bound(p1, p2)
+        assert mpmath.mpf(lb) <= real
+    claim = Claim("gdp", mu2=Fraction("2.0128082990097685") ** 2)
+    event = EventResult("black-box", "E", "x", 1, 1, 2, p1, p2, 0.0, 0.0, 0.0)
+    reading = read_events(claim, [event])
+    assert not reading.violation
