@@ -6,6 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import pytest
 
 from dpref.audit.audit_report import EventResult
 from dpref.audit.gdp import Claim, mu_lower_bound, read_events
@@ -109,3 +110,23 @@ def test_mu_lower_bound_rounds_down() -> None:
     event = EventResult("black-box", "E", "x", 1, 1, 2, p1, p2, 0.0, 0.0, 0.0)
     reading = read_events(claim, [event])
     assert not reading.violation
+
+
+def test_mu_squared_over_two_is_not_labelled_a_rho_bound() -> None:
+    """μ_lb²/2 was the JSON key ``rho_lower_bound`` beside ``claimed_rho``: in a ρ-zCDP
+    report a consumer read μ_lb²/2 > claimed ρ as a refutation, which it is not (zCDP does
+    not imply GDP).  The key names what it is; the text says it is not a zCDP bound."""
+    from dataclasses import replace
+
+    from dpref.audit import audit
+    from dpref.mechanisms import Binary
+
+    r = audit(
+        Binary(rho=Fraction(1, 2), horizon=4), horizon=4, privacy="zcdp", samples=2_000, seed=1
+    )
+    r = replace(r, mu_lower_bound=1.2, violation=False)  # μ_lb²/2 = 0.72 > ρ = 1/2
+    d = r.as_dict()
+    assert "rho_lower_bound" not in d
+    assert d["rho_of_mu_lower_bound"] == pytest.approx(0.72)
+    line = next(ln for ln in r.summary().splitlines() if "μ²/2" in ln)
+    assert "not a zCDP bound" in line
