@@ -161,3 +161,20 @@ def test_infinite_outputs_raise_no_numpy_warning() -> None:
             seed=2,
         )
     assert r.mu_lower_bound is not None
+
+
+def _rescaled_copy_laplace(x: Any, rng: Any) -> Any:
+    """The Laplace twin of :func:`_rescaled_copy`: its exact ε is 1/0.7 = 10/7."""
+    x = np.asarray(x, dtype=float)
+    y = x + rng.laplace(0.0, SIGMA, size=x.size)
+    return np.concatenate([y[:2], 0.3 * y[:2]])
+
+
+def test_exact_epsilon_post_processed_copy_is_not_a_violation() -> None:
+    """The same probe rounding made the exact Laplace loss ∞ and a VIOLATION of the true
+    ε = 10/7; a claim 2 % below it is still proven (power)."""
+    r = _exact(_rescaled_copy_laplace, epsilon=MU_TRUE)
+    assert r.verdict != "violation", r.reason
+    low = _exact(_rescaled_copy_laplace, epsilon=Fraction(7, 5))
+    assert low.verdict == "violation", low.reason
+    assert low.epsilon_lower_rounding is not None and low.epsilon_lower_rounding > Fraction(7, 5)

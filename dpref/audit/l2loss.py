@@ -249,13 +249,14 @@ def probe_gamma(horizon: int, draws: int) -> Fraction:
     return Fraction(4 * (horizon + draws + 2), 2**53)
 
 
-def _dual_candidates(M: FloatArray, d: FloatArray) -> list[FloatArray]:
+def _dual_candidates(M: FloatArray, d: FloatArray, l1: bool = False) -> list[FloatArray]:
     """Float vectors u to try in :func:`mu_squared_lower_bound` (any u gives a valid bound):
-    the optimal dual ``(MMᵀ)⁺d``, the part of d outside M's column space, and mixtures."""
+    the optimal dual ``(MMᵀ)⁺d`` (``l1``: u with ``Mᵀu = sign(v)``, v the least-norm
+    solution), the part of d outside M's column space, and mixtures."""
     if M.shape[1]:
         pinv = np.linalg.pinv(M)
         v = pinv @ d
-        u_fit: FloatArray = pinv.T @ v
+        u_fit: FloatArray = pinv.T @ (np.sign(v) if l1 else v)
         r: FloatArray = d - M @ v
     else:
         u_fit, r = np.zeros_like(d), d.copy()
@@ -274,8 +275,10 @@ def _dual_value(
     e_d: list[Fraction],
     c_abs: list[Fraction],
     gamma: Fraction,
+    l1: bool = False,
 ) -> tuple[Fraction, Fraction]:
-    """``(ā, b̄)`` of :func:`mu_squared_lower_bound` for one u, exactly."""
+    """``(ā, b̄)`` of :func:`mu_squared_lower_bound` for one u, exactly (``l1``: b̄ bounds
+    ``‖M*ᵀu‖_∞`` instead of ``‖M*ᵀu‖₂²``)."""
     a = sum((ut * dt - abs(ut) * et for ut, dt, et in zip(u, d, e_d, strict=True)), Fraction(0))
     cu = sum((abs(ut) * ct for ut, ct in zip(u, c_abs, strict=True)), Fraction(0))
     b = Fraction(0)
@@ -289,7 +292,7 @@ def _dual_value(
             absolute[j] = absolute.get(j, Fraction(0)) + abs(m) * abs(u[t])
     for j in range(M.shape[1]):
         col = abs(signed.get(j, Fraction(0))) + gamma * (4 * cu + 3 * absolute.get(j, Fraction(0)))
-        b += col * col
+        b = max(b, col) if l1 else b + col * col
     return a, b
 
 
@@ -299,6 +302,8 @@ def mu_squared_lower_bound(
     c: FloatArray,
     delta: Fraction,
     step: float,
+    *,
+    l1: bool = False,
 ) -> tuple[Fraction, bool]:
     """A lower bound on item i's μ_i² that survives the rounding of the probed structure.
 
@@ -316,7 +321,10 @@ def mu_squared_lower_bound(
     ``b̄ ≥ ‖M*ᵀu‖²`` taken over the whole error box; ``b̄ = 0 < ā`` means μ_i = ∞
     whatever the rounding.  u is found in floats (the optimal dual and the part of d
     outside M's range), the bound evaluated in exact rationals.  Returns
-    ``(bound, infinite)``; the bound is 0 when no u certifies anything."""
+    ``(bound, infinite)``; the bound is 0 when no u certifies anything.
+
+    ``l1=True`` bounds the Laplace loss ``ε_i = min{‖v‖₁ : M*·v = d*}`` instead, by its
+    dual ``max uᵀd*`` over ``‖M*ᵀu‖_∞ ≤ 1``: ``ε_i ≥ ā/b̄`` with ``b̄ ≥ ‖M*ᵀu‖_∞``."""
     T, K = M.shape
     gamma = probe_gamma(T, K)
     s = abs(Fraction(step))
@@ -328,15 +336,16 @@ def mu_squared_lower_bound(
     ]
     d_float = float(delta) * a_col.astype(np.float64)
     best: tuple[Fraction, bool] = (Fraction(0), False)
-    for u_f in _dual_candidates(M, d_float):
+    for u_f in _dual_candidates(M, d_float, l1):
         if not np.all(np.isfinite(u_f)):
             continue
         u = [Fraction(float(v)) for v in u_f]
-        a, b = _dual_value(u, M, d, e_d, c_abs, gamma)
+        a, b = _dual_value(u, M, d, e_d, c_abs, gamma, l1)
         if a <= 0:
             continue
         if b == 0:
             return Fraction(0), True
-        if a * a / b > best[0]:
-            best = (a * a / b, False)
+        value = a / b if l1 else a * a / b
+        if value > best[0]:
+            best = (value, False)
     return best

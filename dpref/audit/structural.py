@@ -524,6 +524,13 @@ class StructuralReport:
     makes the outcome a violation (None: not computed)."""
     mu_lower_infinite: bool = False
     """The item's change is outside the noise's reach whatever the probe rounding."""
+    epsilon_lower_rounding: Fraction | None = None
+    """Laplace draws, when the loss exceeds an ε claim: a lower bound on :attr:`item`'s
+    ε that holds whatever the rounding of the probed structure (the L1 twin of
+    :attr:`mu_squared_lower`); only a bound above the claim makes a violation."""
+    epsilon_lower_infinite: bool = False
+    """Laplace draws: the item's change is outside the noise's reach whatever the probe
+    rounding."""
 
     @property
     def available(self) -> bool:
@@ -585,10 +592,19 @@ class StructuralReport:
             return outcome
         if self.claimed is None:
             return "no-claim"
+        rounding_proof = (
+            self.gaussian
+            or self.epsilon_lower_infinite
+            or (
+                self.epsilon_lower_rounding is not None
+                and self.epsilon_lower_rounding > self.claimed
+            )
+        )
         if self.infinite:
-            return "violation"
+            return "violation" if rounding_proof else "undetermined"
         assert self.epsilon is not None and self.epsilon_stated is not None
-        return _compare(self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact")
+        outcome = _compare(self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact")
+        return "undetermined" if outcome == "violation" and not rounding_proof else outcome
 
     def _certified_above(self, claim: Fraction) -> bool:
         """Whether μ² exceeds ``claim`` even allowing for the rounding of the probes."""
@@ -614,6 +630,15 @@ class StructuralReport:
             return (
                 "violation: the target adds Gaussian noise, so its pure loss is unbounded "
                 "(ε = ∞); a Gaussian target claims ρ (--rho) or μ (--mu)"
+            )
+        if (
+            self.privacy == "pure"
+            and outcome == "undetermined"
+            and (self.scope == "exact" or self.infinite)
+        ):
+            return (
+                "undetermined: the exact loss exceeds the claimed ε, but by no more than the "
+                "float rounding of the probed structure can account for (not a refutation)"
             )
         if self.privacy != "pure" and outcome in _GDP_TEXT:
             what = "2ρ" if self.privacy == "zcdp" else "μ²"
@@ -686,6 +711,8 @@ class StructuralReport:
             "mu_method": self.mu_method,
             "item_mu_squared": [s(q) for q in self.item_mu_squared],
             "mu_squared_lower": s(self.mu_squared_lower),
+            "epsilon_lower_rounding": s(self.epsilon_lower_rounding),
+            "epsilon_lower_infinite": self.epsilon_lower_infinite,
             "mu_lower_infinite": self.mu_lower_infinite,
         }
 
@@ -749,6 +776,17 @@ class StructuralReport:
         ]
 
     def _epsilon_lines(self) -> list[str]:
+        lines = self._epsilon_value_lines()
+        if self.epsilon_lower_infinite:
+            lines.append("rounding    ε = ∞ whatever the rounding of the probed structure")
+        elif self.epsilon_lower_rounding is not None:
+            lines.append(
+                f"rounding    ε ≥ {float(self.epsilon_lower_rounding):.10g} whatever the rounding "
+                "of the probed structure (what a violation rests on)"
+            )
+        return lines
+
+    def _epsilon_value_lines(self) -> list[str]:
         where = f" (item t={self.item})" if self.item is not None else ""
         if self.infinite:
             if self.gaussian:
@@ -998,6 +1036,7 @@ def exact_audit(
             _certify_gaussian(report, structure, dom)
         else:
             _fill(report, structure, dom.sensitivity)
+            _certify_laplace(report, structure, dom)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -1013,6 +1052,22 @@ def _certify_gaussian(report: StructuralReport, s: Structure, dom: Domain) -> No
     i = report.mu_item - 1
     lower, infinite = mu_squared_lower_bound(s.M, s.A[:, i], s.c, dom.sensitivity, probe - base)
     report.mu_squared_lower, report.mu_lower_infinite = lower, infinite
+
+
+def _certify_laplace(report: StructuralReport, s: Structure, dom: Domain) -> None:
+    """When the Laplace loss exceeds the ε claim, the rounding-proof lower bound of the
+    deciding item (:func:`~dpref.audit.l2loss.mu_squared_lower_bound` with ``l1=True``)."""
+    claim = report.claimed
+    if claim is None or report.item is None or report.scope == "unavailable":
+        return
+    if not report.infinite and (report.epsilon is None or report.epsilon <= claim):
+        return
+    base, probe = _domain_base(dom)
+    i = report.item - 1
+    lower, infinite = mu_squared_lower_bound(
+        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, l1=True
+    )
+    report.epsilon_lower_rounding, report.epsilon_lower_infinite = lower, infinite
 
 
 def _fill_common(report: StructuralReport, s: Structure) -> None:
