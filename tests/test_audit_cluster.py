@@ -249,6 +249,42 @@ def test_unreachable_scheduler_fails_after_the_bounded_wait(
     assert "\n" not in str(e.value) and "within 1 s" in str(e.value)
 
 
+def test_a_server_that_is_not_a_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTP server (e.g. a proxy) answers at the address: Dask's handshake reads
+    ``b"HTTP/1.1"`` as a frame length of 3.5·10¹⁸ bytes and fails allocating it (a
+    MemoryError, not an OSError) — seen against a sandbox's network proxy."""
+    import socket
+    import threading
+
+    monkeypatch.setattr(C, "CONNECT_TIMEOUT", 2.0)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(4):
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        with pytest.raises(ParameterError, match="scheduler=") as e:
+            audit(
+                Binary(epsilon=1, horizon=4),
+                horizon=4,
+                samples=1000,
+                scheduler=f"tcp://127.0.0.1:{port}",
+            )
+    finally:
+        server.close()
+    assert "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

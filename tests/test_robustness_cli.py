@@ -240,3 +240,19 @@ def test_json_error_usage(capsys: Any) -> None:
     argv = ["conform", "binary", "--horizon", "4", "--runs", "x", "--json"]
     err = _json_error(argv, capsys)
     assert err["parameter"] == "--runs"
+
+
+def test_closed_stdout_is_no_traceback() -> None:
+    """``dpref release … | head`` — the reader goes away: exit quietly (141), no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpref", "release", "binary", "--epsilon", "1", "--input", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(b"1\n" * 200_000)
+    assert b"Traceback" not in err, err
+    assert proc.returncode == 141, (proc.returncode, err)

@@ -315,7 +315,14 @@ def test_verify_runs_every_registered_suite() -> None:
     )
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["rows"]
-    assert {r["suite"] for r in rows} == {"proofs", "plans", "agreement", "golden", "audit"}
+    assert {r["suite"] for r in rows} == {
+        "proofs",
+        "plans",
+        "agreement",
+        "golden",
+        "audit",
+        "audit-gaussian",
+    }
 
 
 # -------------------------------------------------------------------- bench

@@ -495,9 +495,15 @@ def _start(opts: ClusterOptions) -> DaskExecutor:
             f"{sname}={fmt(opts.scheduler)}: no Dask scheduler answered within "
             f"{CONNECT_TIMEOUT:g} s ({_line(exc)})"
         ) from None
+    except Exception as exc:  # something answered, but not a Dask scheduler (garbage
+        # frames can even make distributed try to allocate exabytes: a MemoryError)
+        raise ParameterError(
+            f"{sname}={fmt(opts.scheduler)}: what answered there is not a Dask scheduler "
+            f"({type(exc).__name__}: {_line(exc)})"
+        ) from None
     try:  # a scheduler without workers would leave every task waiting
         client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError) as exc:
+    except Exception as exc:  # OSError, TimeoutError, or a scheduler that misbehaves
         client.close()
         raise ParameterError(
             f"{sname}={fmt(opts.scheduler)}: the scheduler has no workers after "

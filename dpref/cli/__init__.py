@@ -20,6 +20,7 @@ top-level imports light: ``dpref --help`` loads every one of them.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -111,4 +112,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("dpref: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader went away (`dpref … | head`): stop quietly
+        _silence_stdout()
+        return 141
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real file descriptor (e.g. captured output)
+        pass

@@ -24,7 +24,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 HEADER = (
-    f"{'suite':<11} {'mechanism':<26} {'checks':>7} {'declared ε':>10} "
+    f"{'suite':<14} {'mechanism':<26} {'checks':>7} {'declared ε':>10} "
     f"{'proven sum':>10}  status  seconds"
 )
 
@@ -62,7 +62,7 @@ def _short(value: str) -> str:
 def _show(row: VerifyRow) -> None:
     """Print one row as it completes (and its first failure)."""
     print(
-        f"{row.suite:<11} {row.mechanism:<26} {row.checks:>7} "
+        f"{row.suite:<14} {row.mechanism:<26} {row.checks:>7} "
         f"{_short(row.declared_epsilon):>10} {_short(row.proven_sum):>10}  "
         f"{row.status:<6} {row.seconds:>8.2f}",
         flush=True,
