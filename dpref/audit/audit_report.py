@@ -213,9 +213,10 @@ class AuditReport:
         return None if self.claimed_mu2 is None else math.sqrt(self.claimed_mu2)
 
     @property
-    def rho_lower_bound(self) -> float | None:
+    def rho_of_mu_lower_bound(self) -> float | None:
         """``μ_lb²/2``: the ρ of a μ_lb-GDP mechanism (not a zCDP bound for other mechanisms:
-        that is :attr:`zcdp_rho_lower_bound`); None unless μ_lb > 0."""
+        that is :attr:`zcdp_rho_lower_bound`); None unless μ_lb > 0.  Named so that it is
+        not read as a lower bound on a claimed zCDP ρ."""
         mu = self.mu_lower_bound
         return None if mu is None or not mu > 0 else mu * mu / 2
 
@@ -336,7 +337,7 @@ class AuditReport:
             privacy=self.privacy,
             claim=self.claim_kind,
             mu_lower_bound=num(self.mu_lower_bound),
-            rho_lower_bound=num(self.rho_lower_bound),
+            rho_of_mu_lower_bound=num(self.rho_of_mu_lower_bound),
             zcdp_rho_lower_bound=num(self.zcdp_rho_lower_bound),
             claimed_mu=self.claimed_mu,
             claimed_mu2=frac(self.claimed_mu2),
@@ -458,10 +459,11 @@ class AuditReport:
             lines.append("lower bound none (no neighbouring pair could be sampled)")
         else:
             lines.append(f"lower bound μ ≥ {mu:.4f} with confidence {self.confidence:g}")
-            rho = self.rho_lower_bound
+            rho = self.rho_of_mu_lower_bound
             if rho is not None:
                 lines.append(
-                    f"            ρ = μ²/2 ≥ {rho:.4f} (the ρ of a {mu:.4f}-GDP mechanism)"
+                    f"            μ²/2 ≥ {rho:.4f} (the ρ of a {mu:.4f}-GDP mechanism; not a "
+                    "zCDP bound)"
                 )
             lines.append(
                 f"            zCDP ρ ≥ {self.zcdp_rho_lower_bound:.4f} (Rényi bound of the events)"

@@ -56,6 +56,8 @@ __all__ = [
     "MAX_GAUSSIAN_EXACT_WORK",
     "ItemMuSquared",
     "item_mu_squared",
+    "mu_squared_lower_bound",
+    "probe_gamma",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -238,3 +240,112 @@ def item_mu_squared(
                     sq[i] += b[p].get(i, 0) * w
     out: list[Fraction | None] = [None if i in bad else sq[i] for i in range(n_items)]
     return ItemMuSquared(out, r, k, f, method)
+
+
+def probe_gamma(horizon: int, draws: int) -> Fraction:
+    """``4·(n + 1)·u`` with ``n = T + K + 1`` and ``u = 2⁻⁵³``: the relative rounding
+    allowance of one output of a linear float64 target (the factor of
+    :func:`~dpref.audit.structural.linearity_tolerance`)."""
+    return Fraction(4 * (horizon + draws + 2), 2**53)
+
+
+def _dual_candidates(M: FloatArray, d: FloatArray, l1: bool = False) -> list[FloatArray]:
+    """Float vectors u to try in :func:`mu_squared_lower_bound` (any u gives a valid bound):
+    the optimal dual ``(MMᵀ)⁺d`` (``l1``: u with ``Mᵀu = sign(v)``, v the least-norm
+    solution), the part of d outside M's column space, and mixtures."""
+    if M.shape[1]:
+        pinv = np.linalg.pinv(M)
+        v = pinv @ d
+        u_fit: FloatArray = pinv.T @ (np.sign(v) if l1 else v)
+        r: FloatArray = d - M @ v
+    else:
+        u_fit, r = np.zeros_like(d), d.copy()
+    out = [u_fit]
+    if np.any(r != 0.0):
+        out.append(r)
+        scale = float(np.abs(u_fit).max()) / float(np.abs(r).max())
+        out += [u_fit + t * scale * r for t in (1e-3, 1e-1, 1.0, 10.0, 1e3, 1e6)]
+    return out
+
+
+def _dual_value(
+    u: list[Fraction],
+    M: FloatArray,
+    d: list[Fraction],
+    e_d: list[Fraction],
+    c_abs: list[Fraction],
+    gamma: Fraction,
+    l1: bool = False,
+) -> tuple[Fraction, Fraction]:
+    """``(ā, b̄)`` of :func:`mu_squared_lower_bound` for one u, exactly (``l1``: b̄ bounds
+    ``‖M*ᵀu‖_∞`` instead of ``‖M*ᵀu‖₂²``)."""
+    a = sum((ut * dt - abs(ut) * et for ut, dt, et in zip(u, d, e_d, strict=True)), Fraction(0))
+    cu = sum((abs(ut) * ct for ut, ct in zip(u, c_abs, strict=True)), Fraction(0))
+    b = Fraction(0)
+    rows, cols = np.nonzero(M)
+    signed: dict[int, Fraction] = {}
+    absolute: dict[int, Fraction] = {}
+    for t, j in zip(rows.tolist(), cols.tolist(), strict=True):
+        if u[t]:
+            m = Fraction(float(M[t, j]))
+            signed[j] = signed.get(j, Fraction(0)) + m * u[t]
+            absolute[j] = absolute.get(j, Fraction(0)) + abs(m) * abs(u[t])
+    for j in range(M.shape[1]):
+        col = abs(signed.get(j, Fraction(0))) + gamma * (4 * cu + 3 * absolute.get(j, Fraction(0)))
+        b = max(b, col) if l1 else b + col * col
+    return a, b
+
+
+def mu_squared_lower_bound(
+    M: FloatArray,
+    a_col: FloatArray,
+    c: FloatArray,
+    delta: Fraction,
+    step: float,
+    *,
+    l1: bool = False,
+) -> tuple[Fraction, bool]:
+    """A lower bound on item i's μ_i² that survives the rounding of the probed structure.
+
+    ``M`` and ``a_col = A·e_i`` are *measured*: differences of the target's float outputs
+    (``M[:, j] = y(ξ = e_j) − y₀``, ``A·e_i = (y(x₀ + step·e_i) − y₀)/step``), so they
+    differ from the structure the target computes in real arithmetic, M* and ``d* =
+    Δ·A*·e_i``, by the rounding of those outputs.  Under the error model of
+    :func:`~dpref.audit.structural.linearity_tolerance` (each output within
+    ``γ·(|terms|)`` of its real value, ``γ`` = :func:`probe_gamma`):
+    ``|M* − M| ≤ γ·(4|c| + 3|M|)`` and ``|d* − d| ≤ Δ·γ·((3 + |step|)/|step|·|c| + 3|A·e_i|)``
+    entrywise (c: the outputs at ``(x₀, ξ = 0)``).
+
+    The least-norm problem has the dual ``μ_i² = max_u 2uᵀd* − ‖M*ᵀu‖²``, so every u
+    gives ``μ_i² ≥ ā²/b̄`` (ā > 0, optimal scaling of u) with ``ā ≤ uᵀd*`` and
+    ``b̄ ≥ ‖M*ᵀu‖²`` taken over the whole error box; ``b̄ = 0 < ā`` means μ_i = ∞
+    whatever the rounding.  u is found in floats (the optimal dual and the part of d
+    outside M's range), the bound evaluated in exact rationals.  Returns
+    ``(bound, infinite)``; the bound is 0 when no u certifies anything.
+
+    ``l1=True`` bounds the Laplace loss ``ε_i = min{‖v‖₁ : M*·v = d*}`` instead, by its
+    dual ``max uᵀd*`` over ``‖M*ᵀu‖_∞ ≤ 1``: ``ε_i ≥ ā/b̄`` with ``b̄ ≥ ‖M*ᵀu‖_∞``."""
+    T, K = M.shape
+    gamma = probe_gamma(T, K)
+    s = abs(Fraction(step))
+    d = [delta * Fraction(float(v)) for v in a_col]
+    c_abs = [abs(Fraction(float(v))) for v in c]
+    e_d = [
+        delta * gamma * ((3 + s) / s * ct + 3 * abs(Fraction(float(v))))
+        for ct, v in zip(c_abs, a_col, strict=True)
+    ]
+    d_float = float(delta) * a_col.astype(np.float64)
+    best: tuple[Fraction, bool] = (Fraction(0), False)
+    for u_f in _dual_candidates(M, d_float, l1):
+        if not np.all(np.isfinite(u_f)):
+            continue
+        u = [Fraction(float(v)) for v in u_f]
+        a, b = _dual_value(u, M, d, e_d, c_abs, gamma, l1)
+        if a <= 0:
+            continue
+        if b == 0:
+            return Fraction(0), True
+        value = a / b if l1 else a * a / b
+        if value > best[0]:
+            best = (value, False)
+    return best

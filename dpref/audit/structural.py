@@ -55,7 +55,12 @@ from dpref.audit.l1loss import (
     item_losses,
     stated_epsilon,
 )
-from dpref.audit.l2loss import MAX_GAUSSIAN_EXACT_WORK, ItemMuSquared, item_mu_squared
+from dpref.audit.l2loss import (
+    MAX_GAUSSIAN_EXACT_WORK,
+    ItemMuSquared,
+    item_mu_squared,
+    mu_squared_lower_bound,
+)
 from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
@@ -512,6 +517,20 @@ class StructuralReport:
     (:class:`~dpref.audit.l2loss.ItemMuSquared`)."""
     free_draws: int = 0
     """Used draws the outputs do not determine (normal draws: ``used − rank``)."""
+    mu_squared_lower: Fraction | None = None
+    """When μ² exceeds a μ/ρ claim: a lower bound on :attr:`mu_item`'s μ² that holds
+    whatever the rounding of the probed structure
+    (:func:`~dpref.audit.l2loss.mu_squared_lower_bound`); only a bound above the claim
+    makes the outcome a violation (None: not computed)."""
+    mu_lower_infinite: bool = False
+    """The item's change is outside the noise's reach whatever the probe rounding."""
+    epsilon_lower_rounding: Fraction | None = None
+    """Laplace draws, when the loss exceeds an ε claim: a lower bound on :attr:`item`'s
+    ε that holds whatever the rounding of the probed structure (the L1 twin of
+    :attr:`mu_squared_lower`); only a bound above the claim makes a violation."""
+    epsilon_lower_infinite: bool = False
+    """Laplace draws: the item's change is outside the noise's reach whatever the probe
+    rounding."""
 
     @property
     def available(self) -> bool:
@@ -565,15 +584,32 @@ class StructuralReport:
             if claim is None:
                 return "no-claim"
             if self.mu_infinite:
-                return "violation"
+                return "violation" if self._certified_above(claim) else "undetermined"
             assert self.mu_squared is not None and self.mu_squared_stated is not None
-            return _compare(self.mu_squared, self.mu_squared_stated, claim, True)
+            outcome = _compare(self.mu_squared, self.mu_squared_stated, claim, True)
+            if outcome == "violation" and not self._certified_above(claim):
+                return "undetermined"
+            return outcome
         if self.claimed is None:
             return "no-claim"
+        rounding_proof = (
+            self.gaussian
+            or self.epsilon_lower_infinite
+            or (
+                self.epsilon_lower_rounding is not None
+                and self.epsilon_lower_rounding > self.claimed
+            )
+        )
         if self.infinite:
-            return "violation"
+            return "violation" if rounding_proof else "undetermined"
         assert self.epsilon is not None and self.epsilon_stated is not None
-        return _compare(self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact")
+        outcome = _compare(self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact")
+        return "undetermined" if outcome == "violation" and not rounding_proof else outcome
+
+    def _certified_above(self, claim: Fraction) -> bool:
+        """Whether μ² exceeds ``claim`` even allowing for the rounding of the probes."""
+        lower = self.mu_squared_lower
+        return self.mu_lower_infinite or (lower is not None and lower > claim)
 
     @property
     def verdict(self) -> str:
@@ -594,6 +630,15 @@ class StructuralReport:
             return (
                 "violation: the target adds Gaussian noise, so its pure loss is unbounded "
                 "(ε = ∞); a Gaussian target claims ρ (--rho) or μ (--mu)"
+            )
+        if (
+            self.privacy == "pure"
+            and outcome == "undetermined"
+            and (self.scope == "exact" or self.infinite)
+        ):
+            return (
+                "undetermined: the exact loss exceeds the claimed ε, but by no more than the "
+                "float rounding of the probed structure can account for (not a refutation)"
             )
         if self.privacy != "pure" and outcome in _GDP_TEXT:
             what = "2ρ" if self.privacy == "zcdp" else "μ²"
@@ -665,6 +710,10 @@ class StructuralReport:
             "mu_item": self.mu_item,
             "mu_method": self.mu_method,
             "item_mu_squared": [s(q) for q in self.item_mu_squared],
+            "mu_squared_lower": s(self.mu_squared_lower),
+            "epsilon_lower_rounding": s(self.epsilon_lower_rounding),
+            "epsilon_lower_infinite": self.epsilon_lower_infinite,
+            "mu_lower_infinite": self.mu_lower_infinite,
         }
 
     def _claim_line(self) -> str | None:
@@ -691,6 +740,17 @@ class StructuralReport:
         ]
 
     def _mu_lines(self) -> list[str]:
+        lines = self._mu_value_lines()
+        if self.mu_lower_infinite:
+            lines.append("rounding    μ = ∞ whatever the rounding of the probed structure")
+        elif self.mu_squared_lower is not None:
+            lines.append(
+                f"rounding    μ² ≥ {float(self.mu_squared_lower):.10g} whatever the rounding of "
+                "the probed structure (what a violation rests on)"
+            )
+        return lines
+
+    def _mu_value_lines(self) -> list[str]:
         where = f" (item t={self.mu_item})" if self.mu_item is not None else ""
         if self.mu_infinite:
             return [f"exact μ     μ = ∞{where}: a change of this item is not covered by noise"]
@@ -716,6 +776,17 @@ class StructuralReport:
         ]
 
     def _epsilon_lines(self) -> list[str]:
+        lines = self._epsilon_value_lines()
+        if self.epsilon_lower_infinite:
+            lines.append("rounding    ε = ∞ whatever the rounding of the probed structure")
+        elif self.epsilon_lower_rounding is not None:
+            lines.append(
+                f"rounding    ε ≥ {float(self.epsilon_lower_rounding):.10g} whatever the rounding "
+                "of the probed structure (what a violation rests on)"
+            )
+        return lines
+
+    def _epsilon_value_lines(self) -> list[str]:
         where = f" (item t={self.item})" if self.item is not None else ""
         if self.infinite:
             if self.gaussian:
@@ -816,6 +887,8 @@ _GDP_TEXT = {
     "at most 1e-12 relative, from the target's own float σ",
     "over-noised": "holds, over-noised: μ² is below the claimed {claim}",
     "no-claim": "no ρ or μ claimed",
+    "undetermined": "undetermined: the computed μ² exceeds the claimed {claim}, but by no more "
+    "than the float rounding of the probed structure can account for (not a refutation)",
 }
 
 
@@ -960,10 +1033,41 @@ def exact_audit(
     if structure is not None:
         if law == "normal" or (law == "none" and report.privacy != "pure"):
             _fill_gaussian(report, structure, dom.sensitivity)
+            _certify_gaussian(report, structure, dom)
         else:
             _fill(report, structure, dom.sensitivity)
+            _certify_laplace(report, structure, dom)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _certify_gaussian(report: StructuralReport, s: Structure, dom: Domain) -> None:
+    """When μ² exceeds the claim, the rounding-proof lower bound of the deciding item."""
+    claim = report.claimed_mu_squared
+    if claim is None or report.privacy == "pure" or report.mu_item is None:
+        return
+    if not report.mu_infinite and (report.mu_squared is None or report.mu_squared <= claim):
+        return
+    base, probe = _domain_base(dom)
+    i = report.mu_item - 1
+    lower, infinite = mu_squared_lower_bound(s.M, s.A[:, i], s.c, dom.sensitivity, probe - base)
+    report.mu_squared_lower, report.mu_lower_infinite = lower, infinite
+
+
+def _certify_laplace(report: StructuralReport, s: Structure, dom: Domain) -> None:
+    """When the Laplace loss exceeds the ε claim, the rounding-proof lower bound of the
+    deciding item (:func:`~dpref.audit.l2loss.mu_squared_lower_bound` with ``l1=True``)."""
+    claim = report.claimed
+    if claim is None or report.item is None or report.scope == "unavailable":
+        return
+    if not report.infinite and (report.epsilon is None or report.epsilon <= claim):
+        return
+    base, probe = _domain_base(dom)
+    i = report.item - 1
+    lower, infinite = mu_squared_lower_bound(
+        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, l1=True
+    )
+    report.epsilon_lower_rounding, report.epsilon_lower_infinite = lower, infinite
 
 
 def _fill_common(report: StructuralReport, s: Structure) -> None:
