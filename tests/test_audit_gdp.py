@@ -265,6 +265,7 @@ def test_report_fields_and_json_keys() -> None:
     for key in (
         "privacy",
         "mu_lower_bound",
+        "rho_lower_bound",
         "rho_of_mu_lower_bound",
         "zcdp_rho_lower_bound",
         "claimed_mu",
@@ -276,6 +277,7 @@ def test_report_fields_and_json_keys() -> None:
         assert key in d
     assert d["privacy"] == "gdp" and d["claimed_mu"] == 1.0 and d["claimed_mu2"] == "1"
     assert d["rho_of_mu_lower_bound"] == pytest.approx(r.mu_lower_bound**2 / 2)  # type: ignore[operator]
+    assert d["rho_lower_bound"] == d["rho_of_mu_lower_bound"]  # the GDP view: ρ = μ²/2
     assert set(d["epsilon_delta"]) == {"1e-03", "1e-05", "1e-07"}
     assert all("mu_lower_bound" in e for e in d["events"])
     json.dumps(d)

@@ -115,7 +115,8 @@ def test_mu_lower_bound_rounds_down() -> None:
 def test_mu_squared_over_two_is_not_labelled_a_rho_bound() -> None:
     """μ_lb²/2 was the JSON key ``rho_lower_bound`` beside ``claimed_rho``: in a ρ-zCDP
     report a consumer read μ_lb²/2 > claimed ρ as a refutation, which it is not (zCDP does
-    not imply GDP).  The key names what it is; the text says it is not a zCDP bound."""
+    not imply GDP).  μ_lb²/2 is ``rho_of_mu_lower_bound``; ``rho_lower_bound`` is always the
+    bound comparable with ``claimed_rho`` in the report's view (here the Rényi bound)."""
     from dataclasses import replace
 
     from dpref.audit import audit
@@ -126,8 +127,10 @@ def test_mu_squared_over_two_is_not_labelled_a_rho_bound() -> None:
     )
     r = replace(r, mu_lower_bound=1.2, violation=False)  # μ_lb²/2 = 0.72 > ρ = 1/2
     d = r.as_dict()
-    assert "rho_lower_bound" not in d
+    assert d["rho_lower_bound"] == d["zcdp_rho_lower_bound"]
     assert d["rho_of_mu_lower_bound"] == pytest.approx(0.72)
+    g = replace(r, privacy="gdp")  # in the GDP view the claimed ρ means μ²/2: comparable
+    assert g.as_dict()["rho_lower_bound"] == pytest.approx(0.72)
     line = next(ln for ln in r.summary().splitlines() if "μ²/2" in ln)
     assert "not a zCDP bound" in line
 

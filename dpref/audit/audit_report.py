@@ -221,6 +221,19 @@ class AuditReport:
         return None if mu is None or not mu > 0 else mu * mu / 2
 
     @property
+    def rho_lower_bound(self) -> float | None:
+        """The lower bound on ρ *in the report's view*, comparable with :attr:`claimed_rho`:
+        the Rényi bound :attr:`zcdp_rho_lower_bound` under ``privacy="zcdp"`` (zCDP does not
+        imply GDP, so μ_lb²/2 bounds nothing there), and :attr:`rho_of_mu_lower_bound` =
+        μ_lb²/2 under ``privacy="gdp"`` (the ρ = μ²/2 of the GDP guarantee the target is
+        audited for).  None in the pure view."""
+        if self.privacy == "zcdp":
+            return self.zcdp_rho_lower_bound
+        if self.privacy == "gdp":
+            return self.rho_of_mu_lower_bound
+        return None
+
+    @property
     def verdict(self) -> str:
         """``violation`` (proven, whatever else happened), else ``inconclusive`` when the
         target kept a pair from being sampled or no event could be tested, else
@@ -337,6 +350,7 @@ class AuditReport:
             privacy=self.privacy,
             claim=self.claim_kind,
             mu_lower_bound=num(self.mu_lower_bound),
+            rho_lower_bound=num(self.rho_lower_bound),
             rho_of_mu_lower_bound=num(self.rho_of_mu_lower_bound),
             zcdp_rho_lower_bound=num(self.zcdp_rho_lower_bound),
             claimed_mu=self.claimed_mu,
