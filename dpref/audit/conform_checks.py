@@ -273,8 +273,11 @@ def _fit_scales(absU: FloatArray, group: IntArray, G: int, a: float) -> _ScaleFi
     return _ScaleFit(est, lo, hi, ratios, lows, highs)
 
 
-def _noise_scale(fit: _ScaleFit, labels: list[str], a: float) -> Check:
-    """Pass when the pooled and every per-level interval contain 1."""
+def _noise_scale(
+    fit: _ScaleFit, labels: list[str], a: float, *, what: str = "scale", how: str = ""
+) -> Check:
+    """Pass when the pooled and every per-level interval contain 1.  ``what`` names the
+    ratio (``scale`` of Laplace noise, ``σ`` of Gaussian noise), ``how`` how it was fitted."""
     est, lo, hi = fit.est, fit.lo, fit.hi
     G = len(labels)
     bad: list[str] = []
@@ -288,7 +291,8 @@ def _noise_scale(fit: _ScaleFit, labels: list[str], a: float) -> Check:
                 )
     passed = not bad
     detail = (
-        f"scale ratio target/reference = {est:.5f} [{lo:.5f}, {hi:.5f}]"
+        f"{what} ratio target/reference = {est:.5f} [{lo:.5f}, {hi:.5f}]"
+        + (f" ({how})" if how else "")
         + (f"; {G} levels each consistent with 1" if G > 1 and passed else "")
         + ("" if passed else "; off: " + "; ".join(bad[:4]))
     )

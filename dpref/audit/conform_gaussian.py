@@ -76,7 +76,9 @@ from scipy import stats
 
 from dpref.audit.conform_checks import (
     Check,
+    _noise_scale,
     _recovery,
+    _ScaleFit,
     _unbiased,
     _variance,
 )
@@ -286,16 +288,8 @@ def _scale_from_variances(
     return check, {"estimate": est, "low": lo, "high": hi}
 
 
-@dataclass(frozen=True, eq=False)
-class _Fit:
-    """Scale ratios (target/reference): pooled, then per group, with exact χ² intervals."""
-
-    est: float
-    lo: float
-    hi: float
-    ratios: FloatArray
-    lows: FloatArray
-    highs: FloatArray
+_Fit = _ScaleFit
+"""Scale ratios (target/reference): pooled, then per group, with exact χ² intervals."""
 
 
 def _chi2_ratio(ss: float, n: int, a: float) -> tuple[float, float, float]:
@@ -326,24 +320,7 @@ def _fit(std: _Standardised, a: float) -> _Fit:
 
 def _scale(std: _Standardised, fit: _Fit, a: float) -> Check:
     """Pass when the pooled and every per-group interval contain 1."""
-    G = len(std.labels)
-    bad: list[str] = []
-    if not fit.lo <= 1.0 <= fit.hi:
-        bad.append(f"overall ratio {fit.est:.5f} [{fit.lo:.5f}, {fit.hi:.5f}]")
-    if G > 1:
-        for g in range(G):
-            if not fit.lows[g] <= 1.0 <= fit.highs[g]:
-                bad.append(
-                    f"{std.labels[g]}: {fit.ratios[g]:.5f} [{fit.lows[g]:.5f}, {fit.highs[g]:.5f}]"
-                )
-    passed = not bad
-    detail = (
-        f"σ ratio target/reference = {fit.est:.5f} [{fit.lo:.5f}, {fit.hi:.5f}] "
-        f"(exact χ², {std.how})"
-        + (f"; {G} levels each consistent with 1" if G > 1 and passed else "")
-        + ("" if passed else "; off: " + "; ".join(bad[:4]))
-    )
-    return Check("noise-scale", passed, fit.est, None, (fit.lo, fit.hi), a, detail)
+    return _noise_scale(fit, std.labels, a, what="σ", how=f"exact χ², {std.how}")
 
 
 # ----------------------------------------------------------------------- law

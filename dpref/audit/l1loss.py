@@ -13,6 +13,7 @@ readable small-denominator rational beside it.  See docs/auditing.md §9.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -33,15 +34,24 @@ SNAP_RELATIVE = Fraction(1, 10**12)
 Row = dict[int, Fraction]
 
 
-def _gauss_jordan(rows: list[Row], ncols: int) -> dict[int, int] | None:
-    """Reduce ``rows`` in place over ℚ on the unknown columns ``0..ncols−1``.
+def eliminate(
+    rows: list[Row],
+    ncols: int,
+    *,
+    stop_at_free: bool = False,
+    charge: Callable[[int, Fraction, int], None] | None = None,
+) -> tuple[dict[int, int], list[int]]:
+    """Gauss–Jordan over ℚ on the unknown columns ``0..ncols−1`` (keys ≥ ``ncols`` are
+    right-hand sides), in place.
 
-    Keys ≥ ``ncols`` are right-hand sides.  Returns ``column → pivot row`` when every
-    unknown column gets a pivot (full column rank), else None.  After it, row
-    ``pivot[j]`` reads ``ξ_j = rhs`` and a non-pivot row holds only right-hand sides:
-    any entry left there is an inconsistency for that right-hand side.
-    """
+    Returns ``column → pivot row`` and the columns without a pivot (free); with
+    ``stop_at_free`` it returns at the first free column.  Afterwards a pivot row has 1 at
+    its column and 0 at every other pivot column; a non-pivot row holds no unknown (any
+    entry left there is an inconsistency for that right-hand side).  ``charge(entries, f,
+    row_bits)`` is told the size of each row update before it is made (a work budget may
+    raise there)."""
     pivot: dict[int, int] = {}
+    free: list[int] = []
     done: set[int] = set()
     for j in range(ncols):
         best = -1
@@ -49,16 +59,22 @@ def _gauss_jordan(rows: list[Row], ncols: int) -> dict[int, int] | None:
             if r not in done and j in row and (best < 0 or len(row) < len(rows[best])):
                 best = r
         if best < 0:
-            return None
+            free.append(j)
+            if stop_at_free:
+                return pivot, free
+            continue
         prow = rows[best]
         p = prow[j]
         if p != 1:
             prow = {col: v / p for col, v in prow.items()}
             rows[best] = prow
+        row_bits = max(rational_bits(v) for v in prow.values()) if charge is not None else 0
         for r, row in enumerate(rows):
             f = row.get(j)
             if r == best or f is None:
                 continue
+            if charge is not None:
+                charge(len(prow), f, row_bits)
             for col, v in prow.items():
                 nv = row.get(col, 0) - f * v
                 if nv:
@@ -67,7 +83,18 @@ def _gauss_jordan(rows: list[Row], ncols: int) -> dict[int, int] | None:
                     row.pop(col, None)
         done.add(best)
         pivot[j] = best
-    return pivot
+    return pivot, free
+
+
+def rational_bits(q: Fraction) -> int:
+    """Bits of a rational: its numerator's plus its denominator's (the size of its words)."""
+    return q.numerator.bit_length() + q.denominator.bit_length()
+
+
+def _gauss_jordan(rows: list[Row], ncols: int) -> dict[int, int] | None:
+    """:func:`eliminate`, or None as soon as a column has no pivot (not full column rank)."""
+    pivot, free = eliminate(rows, ncols, stop_at_free=True)
+    return None if free else pivot
 
 
 def _frac_rows(mat: FloatArray, cols: list[int]) -> list[Row]:

@@ -50,6 +50,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
+from dpref.audit.l1loss import Row, eliminate, rational_bits
 from dpref.errors import ParameterError
 
 __all__ = [
@@ -73,8 +74,6 @@ Binary T = 1024 2.1·10⁶ (6 s in all, mostly probing); SqrtFactorization T = 3
 (11 s).  SqrtFactorization and Honaker at T = 128 exceed it (refused after 72 s and
 36 s)."""
 
-Row = dict[int, Fraction]
-
 
 @dataclass(frozen=True)
 class ItemMuSquared:
@@ -92,8 +91,7 @@ class ItemMuSquared:
     """``unique`` (f = 0), ``free`` (the f × f system) or ``rows`` (the r × r system)."""
 
 
-def _bits(q: Fraction) -> int:
-    return q.numerator.bit_length() + q.denominator.bit_length()
+_bits = rational_bits
 
 
 class _Work:
@@ -117,41 +115,8 @@ class _Work:
 
 
 def _eliminate(rows: list[Row], ncols: int, work: _Work) -> tuple[dict[int, int], list[int]]:
-    """Gauss–Jordan over ℚ on the unknown columns ``0..ncols−1`` (keys ≥ ncols are
-    right-hand sides), in place.  Returns ``column → pivot row`` and the columns without
-    a pivot (free).  Afterwards a pivot row has 1 at its column, 0 at every other pivot
-    column; a non-pivot row has no unknown left (any entry is an inconsistency)."""
-    pivot: dict[int, int] = {}
-    free: list[int] = []
-    done: set[int] = set()
-    for j in range(ncols):
-        best = -1
-        for r, row in enumerate(rows):
-            if r not in done and j in row and (best < 0 or len(row) < len(rows[best])):
-                best = r
-        if best < 0:
-            free.append(j)
-            continue
-        prow = rows[best]
-        p = prow[j]
-        if p != 1:
-            prow = {col: v / p for col, v in prow.items()}
-            rows[best] = prow
-        row_bits = max(_bits(v) for v in prow.values())
-        for r, row in enumerate(rows):
-            f = row.get(j)
-            if r == best or f is None:
-                continue
-            work.add(len(prow), f, row_bits)
-            for col, v in prow.items():
-                nv = row.get(col, 0) - f * v
-                if nv:
-                    row[col] = nv
-                else:
-                    row.pop(col, None)
-        done.add(best)
-        pivot[j] = best
-    return pivot, free
+    """:func:`~dpref.audit.l1loss.eliminate` with every row update charged to ``work``."""
+    return eliminate(rows, ncols, charge=work.add)
 
 
 def _solve_spd(G: list[Row], rhs: list[Row], n: int, work: _Work) -> list[Row]:
