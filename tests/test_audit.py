@@ -404,3 +404,25 @@ def test_cli_audit_pair_and_bad_input(capsys: Any) -> None:
     assert code == 2 and out == "" and err.count("\n") == 1 and "exactly one item" in err
     code, _, err = _run(["audit", "binary", "--epsilon", "1"], capsys)
     assert code == 2 and "horizon" in err
+
+
+def test_epsilon_lower_bound_never_exceeds_its_exact_value() -> None:
+    """The float ``ln(p₁_low) − ln(p₂_high)`` rounds either way; the reported bound is shaved
+    so that it stays below the 60-digit value of the same Clopper–Pearson bounds."""
+    import mpmath
+
+    from dpref.audit.stats import cp_lower, cp_upper, epsilon_lower_bound
+
+    rng = np.random.default_rng(5)
+    above = 0
+    for _ in range(300):
+        n = int(rng.integers(100, 10**6))
+        c1, c2 = sorted(int(v) for v in rng.integers(1, n, 2))[::-1]
+        a = 0.0025
+        lo, hi = cp_lower(c1, n, a), cp_upper(c2, n, a)
+        with mpmath.workdps(60):
+            exact = mpmath.log(mpmath.mpf(lo)) - mpmath.log(mpmath.mpf(hi))
+        raw = math.log(lo) - math.log(hi)
+        above += raw > exact
+        assert epsilon_lower_bound(c1, n, c2, n, a) <= exact
+    assert above > 0  # power: the unshaved float does exceed the exact value sometimes

@@ -51,6 +51,7 @@ from scipy import optimize, special, stats
 
 from dpref.accounting import GaussianDP
 from dpref.audit.audit_report import EventResult
+from dpref.audit.stats import SHAVE
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.validation import (
@@ -89,9 +90,10 @@ _ALPHAS = 1.0 + np.geomspace(1e-3, 1e4, 161)
 """Rényi orders of the grid search of :func:`zcdp_lower_bound` (any order gives a valid
 bound; the grid only decides how close to the supremum it gets)."""
 
-_SHAVE = 1e-9
+_SHAVE = SHAVE
 """Relative amount a float bound is lowered by before it is compared with an exact claim
-(covers the rounding of the float evaluation of Φ⁻¹, logs and exponentials)."""
+(covers the rounding of the float evaluation of Φ⁻¹, logs and exponentials): the same as the
+pure-ε audit's (:data:`dpref.audit.stats.SHAVE`)."""
 
 
 # ------------------------------------------------------------------ claims

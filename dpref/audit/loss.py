@@ -91,7 +91,7 @@ from dpref.audit.gdp_events import (
 )
 from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
 from dpref.audit.progress import Progress
-from dpref.audit.stats import cp_lower, cp_upper
+from dpref.audit.stats import cp_lower, cp_upper, shave_down
 from dpref.audit.targets import Target, TargetFailure, as_target, seeded
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
@@ -815,7 +815,7 @@ def _test(
         c_num, c_den = (cx, cx2) if cand.numerator_is_x else (cx2, cx)
         lo = cp_lower(c_num, n_test, a_each)
         hi = cp_upper(c_den, n_test, a_each)
-        lb = math.log(lo) - math.log(hi) if lo > 0 else -math.inf
+        lb = shave_down(math.log(lo) - math.log(hi)) if lo > 0 else -math.inf
         est = (
             math.log(c_num / c_den)
             if c_num > 0 and c_den > 0

@@ -42,6 +42,20 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 
+SHAVE = 1e-9
+"""Relative amount a float lower bound is lowered by before it is reported or compared
+with a claim: the log, ndtri and beta quantiles behind it round either way (about ulp-size
+errors), and a bound must never exceed the real value it stands for."""
+
+
+def shave_down(value: float) -> float:
+    """``value − SHAVE·max(1, |value|)`` (infinities unchanged): a float lower bound made safe
+    against the rounding of the computation that produced it."""
+    if math.isinf(value) or math.isnan(value):
+        return value
+    return value - SHAVE * max(1.0, abs(value))
+
+
 def cp_lower(successes: int, trials: int, a: float) -> float:
     """One-sided Clopper–Pearson lower bound on p at level ``a`` (0 when no successes)."""
     if successes <= 0:
@@ -60,13 +74,14 @@ def epsilon_lower_bound(c1: int, n1: int, c2: int, n2: int, a: float) -> float:
     """``ln(p₁_low / p₂_high)`` with each one-sided bound at level ``a``.
 
     With probability at least ``1 − 2a`` the true ``ln(p₁/p₂)`` is at least this
-    value (union bound over the two proportions).  Returns ``-inf`` when ``c1 = 0``.
+    value (union bound over the two proportions); the float is lowered by
+    :func:`shave_down`.  Returns ``-inf`` when ``c1 = 0``.
     """
     lo = cp_lower(c1, n1, a)
     hi = cp_upper(c2, n2, a)
     if lo <= 0.0:
         return -math.inf
-    return math.log(lo) - math.log(hi)
+    return shave_down(math.log(lo) - math.log(hi))
 
 
 def wilson_log_score(c1: FloatArray, n1: float, c2: FloatArray, n2: float, z: float) -> FloatArray:
