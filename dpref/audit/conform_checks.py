@@ -180,6 +180,28 @@ def _noise_checks(
     return law, scale, {"estimate": fit.est, "low": fit.lo, "high": fit.hi}, implied
 
 
+def _unusable_noise(
+    U: FloatArray, ratios: FloatArray, labels: list[str], a: float, noun: str, dead_noun: str
+) -> Check | None:
+    """The failed noise-law check when the standardised noise cannot be tested — a
+    non-finite value, or a group whose noise is exactly 0 in every run — else None."""
+    if not np.isfinite(U).all():
+        return Check("noise-law", False, None, 0.0, None, a, f"{noun} is not finite")
+    dead = np.flatnonzero(ratios <= 0)
+    if dead.size:
+        label = labels[int(dead[0])]
+        return Check(
+            "noise-law",
+            False,
+            None,
+            0.0,
+            None,
+            a,
+            f"{dead_noun} of the {label} is exactly 0 in every run",
+        )
+    return None
+
+
 def _noise_law(
     U: FloatArray, group: IntArray, labels: list[str], fit: _ScaleFit, a: float
 ) -> Check:
@@ -193,19 +215,11 @@ def _noise_law(
     ``Bin(N, 1/2)`` exactly (Bonferroni over the pairs).
     """
     flat = U.ravel()
-    if not np.isfinite(flat).all():
-        return Check("noise-law", False, None, 0.0, None, a, "recovered node noise is not finite")
-    dead = np.flatnonzero(fit.ratios <= 0)
-    if dead.size:
-        return Check(
-            "noise-law",
-            False,
-            None,
-            0.0,
-            None,
-            a,
-            f"the recovered noise of the {labels[int(dead[0])]} is exactly 0 in every run",
-        )
+    unusable = _unusable_noise(
+        U, fit.ratios, labels, a, "recovered node noise", "the recovered noise"
+    )
+    if unusable is not None:
+        return unusable
     ks = stats.kstest((U / fit.ratios[group]).ravel(), stats.laplace.cdf)
     p_ks = float(ks.pvalue)
     p_ind, worst = _sign_independence(U)

@@ -80,6 +80,7 @@ from dpref.audit.conform_checks import (
     _recovery,
     _ScaleFit,
     _unbiased,
+    _unusable_noise,
     _variance,
 )
 from dpref.audit.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
@@ -327,19 +328,9 @@ def _scale(std: _Standardised, fit: _Fit, a: float) -> Check:
 def _law(std: _Standardised, fit: _Fit, a: float) -> Check:
     """Normality, lag autocorrelation and pairwise correlation, ``a/3`` each."""
     U = std.U
-    if not np.isfinite(U).all():
-        return Check("noise-law", False, None, 0.0, None, a, f"the {std.how} is not finite")
-    dead = np.flatnonzero(fit.ratios <= 0)
-    if dead.size:
-        return Check(
-            "noise-law",
-            False,
-            None,
-            0.0,
-            None,
-            a,
-            f"the {std.how} of the {std.labels[int(dead[0])]} is exactly 0 in every run",
-        )
+    unusable = _unusable_noise(U, fit.ratios, std.labels, a, f"the {std.how}", f"the {std.how}")
+    if unusable is not None:
+        return unusable
     W = U / fit.ratios[std.group]
     ks = stats.kstest(W.ravel(), stats.norm.cdf)
     p_ks = float(ks.pvalue)

@@ -325,15 +325,9 @@ class StructuralReport:
         ]
 
     def _mu_lines(self) -> list[str]:
-        lines = self._mu_value_lines()
-        if self.mu_lower_infinite:
-            lines.append("rounding    μ = ∞ whatever the rounding of the probed structure")
-        elif self.mu_squared_lower is not None:
-            lines.append(
-                f"rounding    μ² ≥ {float(self.mu_squared_lower):.10g} whatever the rounding of "
-                "the probed structure (what a violation rests on)"
-            )
-        return lines
+        return self._mu_value_lines() + _rounding_line(
+            "μ", "μ²", self.mu_lower_infinite, self.mu_squared_lower
+        )
 
     def _mu_value_lines(self) -> list[str]:
         where = f" (item t={self.mu_item})" if self.mu_item is not None else ""
@@ -361,15 +355,9 @@ class StructuralReport:
         ]
 
     def _epsilon_lines(self) -> list[str]:
-        lines = self._epsilon_value_lines()
-        if self.epsilon_lower_infinite:
-            lines.append("rounding    ε = ∞ whatever the rounding of the probed structure")
-        elif self.epsilon_lower_rounding is not None:
-            lines.append(
-                f"rounding    ε ≥ {float(self.epsilon_lower_rounding):.10g} whatever the rounding "
-                "of the probed structure (what a violation rests on)"
-            )
-        return lines
+        return self._epsilon_value_lines() + _rounding_line(
+            "ε", "ε", self.epsilon_lower_infinite, self.epsilon_lower_rounding
+        )
 
     def _epsilon_value_lines(self) -> list[str]:
         where = f" (item t={self.item})" if self.item is not None else ""
@@ -438,6 +426,18 @@ class StructuralReport:
         lines += [f"note        {n}" for n in self.notes]
         lines += [f"finding     {f}" for f in self.findings]
         return "\n".join(lines)
+
+
+def _rounding_line(symbol: str, bounded: str, infinite: bool, lower: Fraction | None) -> list[str]:
+    """The report line saying what a violation rests on: the rounding-proof lower bound."""
+    if infinite:
+        return [f"rounding    {symbol} = ∞ whatever the rounding of the probed structure"]
+    if lower is None:
+        return []
+    return [
+        f"rounding    {bounded} ≥ {float(lower):.10g} whatever the rounding of the probed "
+        "structure (what a violation rests on)"
+    ]
 
 
 def _compare(value: Fraction, stated: Fraction, claim: Fraction, exact: bool) -> str:
