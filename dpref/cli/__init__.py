@@ -24,6 +24,8 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as metadata_version
 
 from dpref.cli.common import (  # re-exported: these lived in dpref.cli before it was a package
     DprefParser,
@@ -41,6 +43,7 @@ from dpref.plugins import COMMANDS, load
 
 __all__ = [
     "DprefParser",
+    "version",
     "add_mechanism_args",
     "build_parser",
     "main",
@@ -50,12 +53,34 @@ __all__ = [
 ]
 
 
+def version() -> str:
+    """The installed dpref's version (its package metadata; ``dpref.__version__`` when dpref
+    runs from a source tree that is not installed)."""
+    try:
+        return metadata_version("dpref")
+    except PackageNotFoundError:
+        import dpref
+
+        return dpref.__version__
+
+
 def build_parser() -> DprefParser:
     """The full argument parser: every registered subcommand."""
     parser = DprefParser(
-        prog="dpref", description="dpref: differentially private continual release, checked."
+        prog="dpref",
+        description="dpref: differentially private continual release, checked. "
+        "Run 'dpref COMMAND --help' for the options of one command.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=DprefParser)
+    parser.add_argument(
+        "--version", action="version", version=f"dpref {version()}", help="print the version"
+    )
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        parser_class=DprefParser,
+        metavar="COMMAND",
+        help="one of the commands below",
+    )
     for plugin in load(COMMANDS):
         plugin.add_parser(sub)
     return parser

@@ -16,9 +16,17 @@ __all__ = ["add_parser", "run"]
 def add_parser(subparsers: Any) -> None:
     """Add the ``golden`` subcommand."""
     p = subparsers.add_parser(
-        "golden", help="export or check golden vectors (stream + noise -> outputs)"
+        "golden",
+        help="export or check golden vectors (stream + noise -> outputs)",
+        description="Export the golden vectors (a stream, the injected node noise and the "
+        "expected outputs of every mechanism) to a file, or check that this dpref still "
+        "produces the outputs of a vectors file exactly.",
     )
-    p.add_argument("action", choices=["export", "check"])
+    p.add_argument(
+        "action",
+        choices=["export", "check"],
+        help="export: write the vectors; check: recompute the outputs of a vectors file",
+    )
     p.add_argument("file", nargs="?", default=None, help="export: output file; check: input file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
