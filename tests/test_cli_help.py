@@ -100,7 +100,7 @@ def test_the_checks_catch_what_they_look_for() -> None:
     bad.add_argument("--bare", type=int, default=3)
     bad.add_argument("--quiet", type=int, default=7, help="some number")
     assert MARKUP.search(bad.description or "")
-    assert [a for a in bad._actions if not a.help][0].dest == "bare"
+    assert next(a for a in bad._actions if not a.help).dest == "bare"
     quiet = next(a for a in bad._actions if a.dest == "quiet")
     assert "default" not in _expanded(bad, quiet)
     for plain in ("plain words, 1/2 and 2^20", "LO, LO+STEP, ... up to HI (default 0.5)"):

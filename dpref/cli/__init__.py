@@ -43,13 +43,13 @@ from dpref.plugins import COMMANDS, load
 
 __all__ = [
     "DprefParser",
-    "version",
     "add_mechanism_args",
     "build_parser",
     "main",
     "mechanism_from_args",
     "parse_domain",
     "read_stream",
+    "version",
 ]
 
 

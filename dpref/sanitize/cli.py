@@ -71,8 +71,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--subsample",
         default="1",
-        help="keep each record with probability P in (0, 1], default %(default)s (P < 1: add/remove block "
-        "sanitizers; the declared ε is for one record replaced)",
+        help="keep each record with probability P in (0, 1] (default %(default)s; P < 1: "
+        "add/remove block sanitizers; the declared ε is for one record replaced)",
     )
     p.add_argument(
         "--q",
