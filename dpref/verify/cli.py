@@ -201,7 +201,7 @@ class _Progress:
 
     def refresh(self) -> None:
         """Redraw (also called about twice a second while parts run)."""
-        if self.stream is None:
+        if self.stream is None or not self.todo:  # nothing to show before the run starts
             return
         running = self._running()
         if self.bar is not None:
