@@ -53,6 +53,10 @@ def slow_first_suite(opts: VerifyOptions) -> list[VerifyRow]:
     return [VerifyRow("slow", "first", 1, 0)]
 
 
+def raising_suite(opts: VerifyOptions) -> list[VerifyRow]:
+    raise dpref.ParameterError("mechanism='x': planted error")
+
+
 def failing_suite(opts: VerifyOptions) -> list[VerifyRow]:
     return [VerifyRow("bad", "always", 2, 1, detail="planted failure")]
 
@@ -104,6 +108,13 @@ def test_the_rows_do_not_depend_on_the_number_of_jobs(jobs: int) -> None:
 def test_a_failed_part_is_a_failed_row() -> None:
     rows = run_verify(VerifyOptions(), jobs=2, suites=[failing_suite, slow_first_suite])
     assert [r.status for r in rows] == ["FAIL", "ok"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_error_in_a_part_reaches_the_caller(jobs: int) -> None:
+    """A suite's DprefError is raised in the parent (the command prints it, exit 2)."""
+    with pytest.raises(dpref.ParameterError, match="planted error"):
+        run_verify(VerifyOptions(), jobs=jobs, suites=[toy_suite, raising_suite])
 
 
 @pytest.mark.parametrize("jobs", [0, 65, True, 1.5])

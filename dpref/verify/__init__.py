@@ -264,7 +264,6 @@ def _run_parallel(
                     heartbeat()
                 for future in sorted(done, key=index.__getitem__):
                     deliver(index[future], future.result())
-        except BaseException:
-            for future in pending:
-                future.cancel()
+        except BaseException:  # a failed part, or ^C: start nothing more
+            pool.shutdown(wait=False, cancel_futures=True)
             raise
