@@ -21,8 +21,8 @@ each declared budget, the exact plan checks for every horizon T up to --max-hori
 (and a few random larger T), agreement of the batch, plan and online paths, the golden
 vectors, a quick audit and self-conformance test of every mechanism with Laplace and
 with Gaussian noise, and the quantile sanitizer's checks. Rows run in --jobs worker
-processes and are printed in a fixed order; the result is the same for any number of
-jobs. On a terminal a progress bar is shown on stderr. Exits 1 if any check fails,
+processes and are printed in a fixed order; the rows are the same for any number of
+jobs (only their seconds differ). On a terminal a progress bar is shown on stderr. Exits 1 if any check fails,
 2 on bad input (an unwritable --out file is refused before anything runs)."""
 
 
@@ -215,7 +215,7 @@ class _Progress:
 
     def clear(self) -> None:
         """Take the display off the screen (before a line of the table is printed)."""
-        if self.stream is None:
+        if self.stream is None or not self.todo:
             return
         if self.bar is not None:
             self.bar.clear()
