@@ -22,8 +22,9 @@ each declared budget, the exact plan checks for every horizon T up to --max-hori
 vectors, a quick audit and self-conformance test of every mechanism with Laplace and
 with Gaussian noise, and the quantile sanitizer's checks. Rows run in --jobs worker
 processes and are printed in a fixed order; the rows are the same for any number of
-jobs (only their seconds differ). On a terminal a progress bar is shown on stderr. Exits 1 if any check fails,
-2 on bad input (an unwritable --out file is refused before anything runs)."""
+jobs (only their seconds differ). On a terminal a progress bar is shown on stderr.
+Exits 1 if any check fails, 2 on bad input (an unwritable --out file is refused before
+anything runs)."""
 
 
 def add_parser(subparsers: Any) -> None:
