@@ -142,16 +142,16 @@ def run(ctx: Context) -> Outcome:
                 f"    {label:<26}{float(np.mean(e[label])):>10.2f} ({float(np.mean(x[label])):.2f})"
             )
     out.lines.append(
-        f"  Binary stays below Two-Level (B = 10) at T = {T_big} from t = "
-        f"{_step(cross_emp)} (empirical, {trials} trials), from t = {_step(cross_exact)} (exact)"
+        f"  Binary below Two-Level (B = 10) at T = {T_big}: {_step(cross_emp, T_big)} "
+        f"(empirical, {trials} trials), {_step(cross_exact, T_big)} (exact)"
     )
     if ctx.plots:
         _figures(ctx, runs, trials, out)
     return out
 
 
-def _step(t: int | None) -> str:
-    return "never" if t is None else str(t)
+def _step(t: int | None, horizon: int) -> str:
+    return f"not at t = {horizon}" if t is None else f"from t = {t} on"
 
 
 def _rows(

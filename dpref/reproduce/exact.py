@@ -12,7 +12,7 @@ Its expected absolute value is computed here
   (:func:`iid_laplace_abs_mean`);
 * **numerically** otherwise, from the characteristic function ``φ(u) = Π_k 1/(1 + b_k²u²)``:
   ``E|X| = (2/π) ∫₀^∞ (1 − φ(u))/u² du``, integrated with mpmath's tanh-sinh quadrature at
-  30 digits, split at the scales' reciprocals (:func:`laplace_sum_abs_mean`).
+  20 digits, split at the scales' reciprocals (:func:`laplace_sum_abs_mean`).
 
 The scales of each row are read from the mechanism: its symbolic rows
 (``row_terms(t)``: count, coefficient and scale of each node kind) when the class has them,
@@ -41,7 +41,7 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 
-QUAD_DIGITS = 30
+QUAD_DIGITS = 20
 """Working precision (decimal digits) of the characteristic-function integral."""
 
 
