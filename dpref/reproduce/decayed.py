@@ -140,6 +140,12 @@ def run(ctx: Context) -> Outcome:
             f"  {decay}: {h['tree']} below per-item Laplace {_from(h, 'laplace')}, "
             f"below randomized response {_from(h, 'rr')}"
         )
+        at = dict(h["at_largest"])
+        largest = at.pop("parameter")
+        out.lines.append(
+            f"    at {h['parameter']} = {largest}: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in at.items())
+        )
     if ctx.plots:
         for decay in ("window", "exponential", "polynomial"):
             _figure(ctx, decay, [r for r in rows if r[0] == decay], out)
