@@ -288,3 +288,25 @@ def test_full_counting_run_matches_the_numbers_in_the_docs(tmp_path: Path) -> No
     exact = h["binary_below_two_level_B10_from_t_exact"]
     line = f"from t = {emp} on (empirical, 25 trials), from t = {exact} on (exact)"
     assert line in page
+
+
+@pytest.mark.slow
+def test_exact_curves_agree_with_monte_carlo_at_the_papers_horizon() -> None:
+    """At T = 1,000 (the experiment's own horizon), 50 steps per mechanism, 10,000 draws."""
+    T, draws = 1000, 10_000
+    ts = np.linspace(1, T, 50).astype(int)
+    mechs = [
+        SimpleI(epsilon=1, horizon=T),
+        SimpleII(epsilon=1, horizon=T),
+        TwoLevel(epsilon=1, horizon=T, block_size=10),
+        Binary(epsilon=1, horizon=T),
+    ]
+    threshold = norm.isf(FALSE_FAILURE_RATE / (2 * len(ts) * len(mechs)))
+    worst = 0.0
+    for i, m in enumerate(mechs):
+        exact = expected_abs_error(m, T)
+        sd = np.sqrt(np.array([float(v) for v in m.variance_exact(T)]) - exact**2)
+        err = np.abs(m.release_many(np.zeros(T), draws, np.random.default_rng([12, i])))
+        z = (err[:, ts - 1].mean(axis=0) - exact[ts - 1]) / (sd[ts - 1] / np.sqrt(draws))
+        worst = max(worst, float(np.max(np.abs(z))))
+    assert worst < threshold, worst
