@@ -310,3 +310,21 @@ def test_exact_curves_agree_with_monte_carlo_at_the_papers_horizon() -> None:
         z = (err[:, ts - 1].mean(axis=0) - exact[ts - 1]) / (sd[ts - 1] / np.sqrt(draws))
         worst = max(worst, float(np.max(np.abs(z))))
     assert worst < threshold, worst
+
+
+def test_the_dpref_command_runs_it_as_a_plugin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Through ``dpref.cli.main`` with the plugin registered (as the entry point does once
+    dpref is reinstalled): bad input under ``--json`` is one error object naming ``name``."""
+    import dpref.cli as cli
+    import dpref.reproduce.cli as plugin
+
+    registered = [p for p in cli.load(cli.COMMANDS) if p is not plugin]
+    monkeypatch.setattr(cli, "load", lambda group: [*registered, plugin])
+    assert cli.main(["reproduce", "nosuch", "--out", str(tmp_path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["error"]["parameter"] == "name"
+    assert captured.err.count("\n") == 1
+    assert cli.main(["reproduce", "--list"]) == 0
+    assert capsys.readouterr().out.startswith("counting ")
