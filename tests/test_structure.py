@@ -212,6 +212,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dpref.sanitize.cli",
         "dpref.sanitize.bench",
         "dpref.sanitize.suite",
+        "dpref.reproduce",
         "proofs.cli",
         "proofs.__main__",
     ),
