@@ -198,3 +198,11 @@ def test_pitfalls_page_covers_the_issue_list() -> None:
     for heading in headings:
         body = _section(text, heading)
         assert re.search(r"\]\([^)]+\.md", body), f"pitfalls.md '{heading}': no in-depth link"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_topic_page_links_the_card(name: str) -> None:
+    docs = MECHANISMS[name].docs
+    assert docs is not None
+    text = (ROOT / docs).read_text(encoding="utf-8")
+    assert f"](mechanisms/{name}.md)" in text, f"{docs} does not link mechanisms/{name}.md"
