@@ -109,6 +109,8 @@ def test_definition_names_the_class_and_the_command_line(name: str) -> None:
     body = _section(_page(name), "Definition")
     assert f"dpref.{cls.__name__}(" in body
     assert f"dpref release {name}" in body
+    undocumented = [p for p in cls.parameters() if f"`{p}`" not in body and f"{p}=" not in body]
+    assert not undocumented, f"{name}: Definition does not name parameters {undocumented}"
 
 
 @pytest.mark.parametrize("name", NAMES)
