@@ -238,9 +238,7 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-def _grid_case(
-    mech: str, cfg: GridConfig, T: int, kind: NoiseKind, value: Fraction
-) -> GoldenCase:
+def _grid_case(mech: str, cfg: GridConfig, T: int, kind: NoiseKind, value: Fraction) -> GoldenCase:
     cls = MECHANISMS[mech]
     params = dict(cfg.params)
     bounded = cls.needs_horizon if cfg.bounded is None else cfg.bounded
@@ -302,7 +300,7 @@ def _all_cases() -> Iterator[tuple[GoldenCase, str | None]]:
         blocks = [(configs[0], T, kind) for T in KIND_HORIZONS for kind in NOISE_KINDS]
         blocks += [(cfg, 16, kind) for cfg in configs[1:] if cfg.kinds for kind in NOISE_KINDS]
         for cfg, T, kind in blocks:
-            values = RHOS if noise_family(kind) == "gaussian" else EPSILONS
+            values: tuple[Fraction, ...] = RHOS if noise_family(kind) == "gaussian" else EPSILONS
             if cfg is not configs[0]:
                 values = values[1:2]
             for value in values:
@@ -315,16 +313,28 @@ def _all_cases() -> Iterator[tuple[GoldenCase, str | None]]:
                     yield c, None
 
 
+_CASES: dict[tuple[tuple[str, type[Mechanism]], ...], list[tuple[GoldenCase, str | None]]] = {}
+""":func:`_all_cases` per state of the registry (building ~1,100 mechanisms takes a second)."""
+
+
+def _cases() -> list[tuple[GoldenCase, str | None]]:
+    key = tuple(MECHANISMS.items())
+    if key not in _CASES:
+        _CASES.clear()
+        _CASES[key] = list(_all_cases())
+    return _CASES[key]
+
+
 def golden_cases() -> list[GoldenCase]:
     """Every vector of the golden file, in file order (docs/golden.md, "The grid")."""
-    return [c for c, why in _all_cases() if why is None]
+    return [c for c, why in _cases() if why is None]
 
 
 def golden_exclusions() -> list[dict[str, str]]:
     """The (mechanism, noise kind) pairs the grid leaves out because dpref refuses them
     (the discrete kinds need integer node weights), with dpref's reason."""
     out: dict[tuple[str, str], str] = {}
-    for c, why in _all_cases():
+    for c, why in _cases():
         if why is not None:
             out.setdefault((c.mechanism, str(c.noise)), why)
     return [{"mechanism": m, "noise_kind": k, "reason": why} for (m, k), why in out.items()]
@@ -346,9 +356,7 @@ def _exact_node_values(plan: Any, stream: list[int]) -> list[Fraction]:
     if hasattr(plan, "strategy_seq"):
         c = plan.strategy_seq.fractions()
         ones = [i for i, x in enumerate(stream) if x]
-        return [
-            sum((c[n - i] for i in ones if i <= n), Fraction(0)) for n in range(plan.n_nodes)
-        ]
+        return [sum((c[n - i] for i in ones if i <= n), Fraction(0)) for n in range(plan.n_nodes)]
     base = plan.base
     out = []
     for n in range(plan.n_nodes):
@@ -580,9 +588,7 @@ def _check_format(doc: Any) -> list[Any]:
             "(regenerate with `dpref golden export FILE`)"
         )
     if got != FORMAT:
-        raise ParameterError(
-            f"format={fmt(got)}: expected {FORMAT!r} (doc={fmt_sequence(doc)})"
-        )
+        raise ParameterError(f"format={fmt(got)}: expected {FORMAT!r} (doc={fmt_sequence(doc)})")
     vectors = doc.get("vectors")
     if not isinstance(vectors, list):
         raise ParameterError(f"vectors={fmt(vectors)}: must be a list of vectors")
@@ -733,7 +739,9 @@ def _check_vector(vec: dict[str, Any]) -> list[str]:
     if want.shape != out.shape:
         problems.append(f"{label}: outputs differ (expected {out.size} values)")
     elif vec["exact_in_float"] is True:
-        if not np.array_equal(out, want) or any(Fraction(v) != e for v, e in zip(want, exact)):
+        if not np.array_equal(out, want) or any(
+            Fraction(v) != e for v, e in zip(want, exact, strict=True)
+        ):
             problems.append(f"{label}: outputs differ (must be bit-exact)")
     elif not np.allclose(out, [float(v) for v in exact], rtol=1e-12, atol=1e-9) or not np.allclose(
         want, [float(v) for v in exact], rtol=1e-12, atol=1e-9

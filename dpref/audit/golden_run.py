@@ -210,7 +210,8 @@ def select_vectors(
     params: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The vectors of ``doc`` a target implements: of ``mechanism``, with noise kind
-    ``noise``, whose case name matches the glob ``case``, and whose parameters (or
+    ``noise``, whose case name matches the glob ``case`` (``*`` and ``?``; brackets are
+    literal, as in ``binary[T=16]*``), and whose parameters (or
     ``epsilon``, ``rho``, ``horizon``) equal ``params``' values (compared as strings).
 
     Raises :class:`~dpref.errors.ParameterError` when none is left, naming the filter."""
@@ -219,6 +220,7 @@ def select_vectors(
         if value is not None and not isinstance(value, str):
             raise DprefTypeError(f"{name}={fmt(value)}: must be a string")
     params = dict(params or {})
+    pattern = "" if case is None else case.replace("[", "[[]")  # brackets are literal
     out = []
     for k, vec in enumerate(vectors):
         if not isinstance(vec, dict) or not isinstance(vec.get("parameters"), dict):
@@ -227,7 +229,7 @@ def select_vectors(
             continue
         if noise is not None and vec.get("noise_kind") != noise:
             continue
-        if case is not None and not fnmatch.fnmatchcase(str(vec.get("case")), case):
+        if case is not None and not fnmatch.fnmatchcase(str(vec.get("case")), pattern):
             continue
         if not all(_matches(vec, key, str(want)) for key, want in params.items()):
             continue
@@ -328,9 +330,8 @@ def mismatch_hint(vec: dict[str, Any], got: FloatArray, rtol: float, atol: float
                     f"{j} {vec['nodes'][j]} swapped: {canon}"
                 )
     t0 = int(np.flatnonzero(np.abs(D) > atol)[0]) if np.any(np.abs(D) > atol) else 0
-    scales = vec["scales"]
-    groups: dict[str, list[int]] = {}
-    for k, s in enumerate(scales):
+    groups: dict[str, list[int]] = {f"#{k}": [k] for k in range(n)}
+    for k, s in enumerate(vec["scales"]):
         groups.setdefault(str(s), []).append(k)
     for s, members in groups.items():
         part = R[:, members] @ z[members]
@@ -340,10 +341,11 @@ def mismatch_hint(vec: dict[str, Any], got: FloatArray, rtol: float, atol: float
         if fits(want + c * part):
             factor = 1 + c
             what = "missing" if abs(factor) < 1e-12 else f"multiplied by {factor:.6g}"
-            one = f"node {members[0]} {vec['nodes'][members[0]]}" if len(members) == 1 else (
-                f"the {len(members)} nodes of scale {s}"
-            )
-            return f"the noise of {one} appears {what} (a wrong scale or weight?)"
+            if len(members) == 1:
+                one = f"the noise of node {members[0]} {vec['nodes'][members[0]]} appears"
+            else:
+                one = f"the noise of the {len(members)} nodes of scale {s} appears"
+            return f"{one} {what} (a wrong scale or weight?)"
     return ""
 
 
@@ -445,7 +447,9 @@ class _CommandTarget:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise TargetError(f"command={fmt(shlex.join(self.argv))}: cannot run it ({exc})") from None
+            raise TargetError(
+                f"command={fmt(shlex.join(self.argv))}: cannot run it ({exc})"
+            ) from None
         try:
             out, err = proc.communicate(data, timeout=self.timeout)
         except subprocess.TimeoutExpired:
@@ -456,7 +460,11 @@ class _CommandTarget:
         last = err.decode("utf-8", "replace").strip().splitlines()
         tail = f"; its last stderr line: {last[-1][:120]}" if last else ""
         if proc.returncode < 0:
-            name = signal.Signals(-proc.returncode).name if -proc.returncode in signal.valid_signals() else str(-proc.returncode)
+            name = (
+                signal.Signals(-proc.returncode).name
+                if -proc.returncode in signal.valid_signals()
+                else str(-proc.returncode)
+            )
             return Finding("killed", f"the command was killed by {name}{tail}", T)
         if proc.returncode != 0:
             return Finding("exited", f"the command exited with status {proc.returncode}{tail}", T)
@@ -609,7 +617,9 @@ def run_golden(
                 progress(1)
             if isinstance(got, Finding):
                 run.failures.append((str(vec["case"]), got))
-                deaths = deaths + 1 if got.kind in ("exited", "killed", "protocol", "timeout") else 0
+                deaths = (
+                    deaths + 1 if got.kind in ("exited", "killed", "protocol", "timeout") else 0
+                )
                 timeouts = timeouts + 1 if got.kind == "timeout" else 0
                 if deaths >= MAX_DEATHS or timeouts >= MAX_TIMEOUTS:
                     what = "timed out" if timeouts >= MAX_TIMEOUTS else "died"

@@ -89,8 +89,7 @@ def add_parser(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="only the vectors with this parameter value (also epsilon, rho, horizon); "
-        "repeatable",
+        help="only the vectors with this parameter value (also epsilon, rho, horizon); repeatable",
     )
     r.add_argument("--file", default=None, help="golden file to use (default: the shipped one)")
     r.add_argument(
