@@ -56,11 +56,9 @@ __all__ = [
     "GoldenCase",
     "GridConfig",
     "check_golden",
-    "exact_outputs",
     "golden_cases",
     "golden_exclusions",
     "golden_sample",
-    "golden_vector",
     "golden_vectors",
     "load_schema",
     "load_shipped",
@@ -369,7 +367,7 @@ def _exact_node_values(plan: Any, stream: list[int]) -> list[Fraction]:
     return out
 
 
-def exact_outputs(
+def _exact_outputs(
     m: Mechanism, stream: list[int], noise: list[Fraction], plan: Any = None
 ) -> list[Fraction]:
     """``R (A x + z)`` in exact rationals, from the sparse recombination (no T×T matrix):
@@ -403,7 +401,7 @@ def _grid_noise(raw: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return out
 
 
-def golden_vector(case: GoldenCase) -> dict[str, Any]:
+def _golden_vector(case: GoldenCase) -> dict[str, Any]:
     """The vector of one case (deterministic: the case's own seed)."""
     horizon, rng = case.horizon, case.rng()
     m = case.build()
@@ -412,7 +410,7 @@ def golden_vector(case: GoldenCase) -> dict[str, Any]:
     noise = _grid_noise(m.node_noise(horizon, rng))
     discrete = m.noise in ("discrete", "discrete_gaussian")
     noise_exact = [Fraction(float(v)) for v in noise]
-    exact = exact_outputs(m, stream, noise_exact, plan)
+    exact = _exact_outputs(m, stream, noise_exact, plan)
     outputs = m.release(np.array(stream, dtype=np.float64), noise=noise)
     integral = (
         all(v.denominator == 1 for v in plan.recombination.table)
@@ -467,7 +465,7 @@ def golden_vectors(mechanisms: Any = None, cases: Any = None) -> dict[str, Any]:
     keep = None if mechanisms is None else set(mechanisms)
     names = None if cases is None else set(cases)
     vectors = [
-        golden_vector(c)
+        _golden_vector(c)
         for c in golden_cases()
         if (keep is None or c.mechanism in keep) and (names is None or c.name in names)
     ]
@@ -488,7 +486,9 @@ def golden_sample(doc: dict[str, Any] | None = None) -> dict[str, Any]:
     order), or, when ``doc`` is None, those vectors generated."""
     if doc is None:
         return golden_vectors(cases=SAMPLE_CASES)
-    return {**doc, "vectors": [v for v in doc["vectors"] if v["case"] in SAMPLE_CASES]}
+    vectors = _check_format(doc)
+    keep = [v for v in vectors if isinstance(v, dict) and v.get("case") in SAMPLE_CASES]
+    return {**doc, "vectors": keep}
 
 
 SCHEMA_ID = "https://dpref.invalid/schemas/dpref-golden-3.schema.json"
@@ -553,28 +553,30 @@ def loads_golden(text: str | bytes | bytearray) -> Any:
         ) from None
 
 
-def read_golden(path: str | None) -> dict[str, Any]:
+def read_golden(file: str | None = None) -> dict[str, Any]:
     """A golden document from a file (plain or gzip JSON), or the shipped one (None).
 
     Raises :class:`~dpref.errors.ParameterError` naming the file when it cannot be read
     or parsed, or is not a JSON object."""
-    if path is None:
+    if file is None:
         return load_shipped()
+    if not isinstance(file, str):
+        raise DprefTypeError(f"file={fmt(file)}: must be a file name (str) or None")
     from pathlib import Path
 
     try:
-        with Path(path).open("rb") as f:
+        with Path(file).open("rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ParameterError(f"file={fmt(path)}: cannot read golden vectors ({exc})") from None
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL
+        raise ParameterError(f"file={fmt(file)}: cannot read golden vectors ({exc})") from None
     if len(data) > MAX_FILE_BYTES:
-        raise ParameterError(f"file={fmt(path)}: more than {MAX_FILE_BYTES} bytes")
+        raise ParameterError(f"file={fmt(file)}: more than {MAX_FILE_BYTES} bytes")
     try:
         doc = loads_golden(data)
     except ParameterError as exc:
-        raise ParameterError(f"file={fmt(path)}: {exc}") from None
+        raise ParameterError(f"file={fmt(file)}: {exc}") from None
     if not isinstance(doc, dict):
-        raise ParameterError(f"file={fmt(path)}: a golden document is a JSON object")
+        raise ParameterError(f"file={fmt(file)}: a golden document is a JSON object")
     return doc
 
 
@@ -732,7 +734,7 @@ def _check_vector(vec: dict[str, Any]) -> list[str]:
     noise = _noise_values(vec, plan.n_nodes, discrete)
     stream = [int(x) for x in vec["stream"]]
     out = m.release(np.array(stream, dtype=np.float64), noise=np.array(vec["noise"], dtype=float))
-    exact = exact_outputs(m, stream, noise, plan)
+    exact = _exact_outputs(m, stream, noise, plan)
     if [_frac(v) for v in exact] != vec["outputs_exact"]:
         problems.append(f"{label}: exact outputs differ")
     want = np.array(vec["outputs"], dtype=np.float64)
