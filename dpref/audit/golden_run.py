@@ -310,8 +310,10 @@ def mismatch_hint(vec: dict[str, Any], got: FloatArray, rtol: float, atol: float
 
     canon = "canonical order is release time, then interval length, then instance (spec §0)"
     for name, perm in _order_names(plan):
-        if plan.n_nodes > 1 and fits(m.release(stream, noise=z[perm])):
-            return f"the outputs are dpref's with the noise {name}: {canon}"
+        # the target reads the noise in that order (z[inverse]) or writes it so (z[perm])
+        for p in (np.argsort(perm), perm):
+            if plan.n_nodes > 1 and fits(m.release(stream, noise=z[p])):
+                return f"the outputs are dpref's with the noise {name}: {canon}"
     R = plan.R().toarray()
     D = got - want
     n = plan.n_nodes
