@@ -491,8 +491,9 @@ def golden_sample(doc: dict[str, Any] | None = None) -> dict[str, Any]:
     return {**doc, "vectors": keep}
 
 
-SCHEMA_ID = "https://dpref.invalid/schemas/dpref-golden-3.schema.json"
-"""The JSON Schema's ``$id`` (also the documents' ``$schema``)."""
+SCHEMA_ID = "urn:dpref:schema:golden:3"
+"""The JSON Schema's ``$id`` (also the documents' ``$schema``): a URN, so it names the schema
+without depending on where it is published."""
 
 
 def load_schema() -> dict[str, Any]:
