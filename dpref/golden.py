@@ -46,7 +46,6 @@ from dpref.validation import check_choice, check_fraction, fmt, fmt_sequence
 __all__ = [
     "EPSILONS",
     "FORMAT",
-    "GOLDEN_CASES",
     "GRID",
     "KIND_HORIZONS",
     "OLD_FORMATS",
@@ -57,8 +56,6 @@ __all__ = [
     "GridConfig",
     "check_golden",
     "golden_cases",
-    "golden_exclusions",
-    "golden_sample",
     "golden_vectors",
     "load_schema",
     "load_shipped",
@@ -336,12 +333,6 @@ def golden_exclusions() -> list[dict[str, str]]:
         if why is not None:
             out.setdefault((c.mechanism, str(c.noise)), why)
     return [{"mechanism": m, "noise_kind": k, "reason": why} for (m, k), why in out.items()]
-
-
-GOLDEN_CASES: list[tuple[str, dict[str, Any], int]] = [
-    (c.mechanism, c.params, c.horizon) for c in golden_cases()
-]
-"""(mechanism, parameters, T) of every vector, derived from the registry and the grid."""
 
 
 def _frac(x: Fraction) -> str:
