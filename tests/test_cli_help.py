@@ -81,6 +81,18 @@ def test_every_argument_is_described(name: str) -> None:
         assert parser.description, f"{name}: no description"
 
 
+def _mentions(text: str, default: object) -> bool:
+    """The help names the default: its text, or for a number any spelling of its value
+    (``10`` for 10.0, ``1e-9`` for 1e-09)."""
+    if str(default) in text:
+        return True
+    if isinstance(default, int | float) and not isinstance(default, bool):
+        for token in re.findall(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", text):
+            if float(token) == default:
+                return True
+    return False
+
+
 @pytest.mark.parametrize("name", sorted(PARSERS))
 def test_every_default_is_stated(name: str) -> None:
     parser = PARSERS[name]
@@ -88,8 +100,10 @@ def test_every_default_is_stated(name: str) -> None:
     for action in parser._actions:
         if isinstance(action, IMPLICIT) or action.default in (None, argparse.SUPPRESS):
             continue
+        if isinstance(action.default, list | tuple) and not action.default:
+            continue  # a repeatable option that starts empty: "none" goes without saying
         text = _expanded(parser, action)
-        if "default" not in text or str(action.default) not in text:
+        if "default" not in text or not _mentions(text, action.default):
             silent.append(f"{'/'.join(action.option_strings) or action.dest}={action.default!r}")
     assert silent == []
 
@@ -103,5 +117,7 @@ def test_the_checks_catch_what_they_look_for() -> None:
     assert next(a for a in bad._actions if not a.help).dest == "bare"
     quiet = next(a for a in bad._actions if a.dest == "quiet")
     assert "default" not in _expanded(bad, quiet)
+    assert _mentions("(default 1e-9)", 1e-09) and _mentions("default 10 s", 10.0)
+    assert not _mentions("default 10 s", 1e-09) and not _mentions("(default 2)", 20)
     for plain in ("plain words, 1/2 and 2^20", "LO, LO+STEP, ... up to HI (default 0.5)"):
         assert not MARKUP.search(plain)
