@@ -12,16 +12,23 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dpref.cli.common import DprefParser
 from dpref.errors import DprefError
-from dpref.verify import VerifyOptions, VerifyRow
+from dpref.verify import Part, Suite, VerifyOptions, VerifyRow, splittable
 
 if TYPE_CHECKING:
     from proofs.core import ClaimResult
 
 __all__ = ["add_parser", "main", "run", "verify_suite"]
+
+DESCRIPTION = """\
+Run the proofs of every mechanism's declared privacy budget and print one row per claim.
+A claim's status is "proven" (every step discharged by sympy), "checked for T ≤ N" (an
+exact check of every case up to N, labelled as such) or "FAILED". Exits 1 if any claim
+fails. With --json, one object {"rows": [...], "passed": true or false}."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p = subparsers.add_parser(
         "prove",
         help="prove every mechanism's declared budget with sympy (one row per claim)",
-        description=__doc__,
+        description=DESCRIPTION,
     )
     _add_arguments(p)
 
@@ -74,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m proofs``: the same as ``dpref prove``."""
-    parser = DprefParser(prog="python -m proofs", description=__doc__)
+    parser = DprefParser(prog="python -m proofs", description=DESCRIPTION)
     _add_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -84,6 +91,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _by_subject(suite: Suite, opts: VerifyOptions) -> list[Part]:
+    """One part per proven class: every mechanism, then the non-mechanism subjects (a
+    run restricted to named mechanisms is one part: the names may repeat a class)."""
+    if opts.mechanisms:
+        return [Part(suite, opts)]
+    from dpref.mechanisms import MECHANISMS
+    from proofs.registry import SUBJECTS
+
+    names = [*MECHANISMS, *(spec.partition(":")[2] for spec in SUBJECTS)]
+    return [Part(suite, replace(opts, mechanisms=(name,))) for name in names]
+
+
+@splittable(_by_subject)
 def verify_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """``dpref verify``'s ``proofs`` suite: one row per mechanism (checks = its claims)."""
     from proofs.registry import prove_all

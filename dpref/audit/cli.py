@@ -372,7 +372,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=60.0,
-        help="longest a single call of the target may run, seconds (default 60, at most 86400)",
+        help="longest a single call of the target may run, in seconds, at most 86400 "
+        "(default %(default)s)",
     )
     p.add_argument(
         "--workers",

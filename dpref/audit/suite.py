@@ -34,7 +34,7 @@ from dpref.audit.loss import audit
 from dpref.audit.structural import exact_audit
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
-from dpref.verify import VerifyOptions, VerifyRow
+from dpref.verify import VerifyOptions, VerifyRow, by_mechanism, splittable
 
 __all__ = ["audit_suite", "gaussian_audit_suite"]
 
@@ -55,6 +55,7 @@ def _build(name: str, horizon: int, **budget: Any) -> Mechanism:
     return cls(**budget, **{**cls.examples[0].kwargs(cls, horizon), "horizon": horizon})
 
 
+@splittable(by_mechanism)
 def audit_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Exact loss ≤ ε, no proven violation, self-conformance, per mechanism."""
     return [_audit_row(name, opts.seed) for name in opts.mechanisms or tuple(MECHANISMS)]
@@ -101,6 +102,7 @@ def _audit_row(name: str, seed: int) -> VerifyRow:
     )
 
 
+@splittable(by_mechanism)
 def gaussian_audit_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Exact μ² ≤ 2ρ, no proven μ-GDP violation, self-conformance, per mechanism (ρ = 1/2)."""
     return [_gaussian_row(name, opts.seed) for name in opts.mechanisms or tuple(MECHANISMS)]

@@ -15,7 +15,13 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``bench`` subcommand."""
-    p = subparsers.add_parser("bench", help="speed and memory benchmarks, as ratios to baselines")
+    p = subparsers.add_parser(
+        "bench",
+        help="speed and memory benchmarks, as ratios to baselines",
+        description="Time the registered benchmarks and report each as a ratio to its "
+        "baseline, so the numbers compare across machines; exits 1 if a benchmark misses "
+        "its target.",
+    )
     p.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     p.add_argument("--only", default=None, help="run only benchmarks whose name contains this")
     p.add_argument("--json", action="store_true", help="print one JSON object")

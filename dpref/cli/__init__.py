@@ -24,6 +24,8 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as metadata_version
 
 from dpref.cli.common import (  # re-exported: these lived in dpref.cli before it was a package
     DprefParser,
@@ -47,15 +49,38 @@ __all__ = [
     "mechanism_from_args",
     "parse_domain",
     "read_stream",
+    "version",
 ]
+
+
+def version() -> str:
+    """The installed dpref's version (its package metadata; ``dpref.__version__`` when dpref
+    runs from a source tree that is not installed)."""
+    try:
+        return metadata_version("dpref")
+    except PackageNotFoundError:
+        import dpref
+
+        return dpref.__version__
 
 
 def build_parser() -> DprefParser:
     """The full argument parser: every registered subcommand."""
     parser = DprefParser(
-        prog="dpref", description="dpref: differentially private continual release, checked."
+        prog="dpref",
+        description="dpref: differentially private continual release, checked. "
+        "Run 'dpref COMMAND --help' for the options of one command.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=DprefParser)
+    parser.add_argument(
+        "--version", action="version", version=f"dpref {version()}", help="print the version"
+    )
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        parser_class=DprefParser,
+        metavar="COMMAND",
+        help="one of the commands below",
+    )
     for plugin in load(COMMANDS):
         plugin.add_parser(sub)
     return parser

@@ -4,6 +4,7 @@ mechanism flags (derived from the registry), domains and stream input."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -25,6 +26,7 @@ __all__ = [
     "mechanism_from_args",
     "mechanism_params_from_args",
     "parse_domain",
+    "plain_text",
     "read_stream",
 ]
 
@@ -49,6 +51,16 @@ class DprefParser(argparse.ArgumentParser):
 
 
 _Parser = DprefParser  # the name earlier versions exported
+
+
+_ROLE = re.compile(r":[a-z]+:`~?(?:[\w.]*\.)?([^`<]+?)(?:\s*<[^>]*>)?`")
+"""A reStructuredText role, ``:data:`~pkg.NAME``` (its last dotted part is kept)."""
+
+
+def plain_text(text: str) -> str:
+    """A docstring fragment as plain words for ``--help``: roles become their name,
+    ``literals`` lose their backquotes."""
+    return _ROLE.sub(r"\1", text).replace("``", "").replace("`", "")
 
 
 def cell(value: object) -> str:
@@ -84,7 +96,10 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
     p.add_argument("--horizon", type=int, default=None, help="T (default: the stream length)")
     for param, text in parameter_flags().items():
         p.add_argument(
-            f"--{param.replace('_', '-')}", type=_number_or_text, default=None, help=text
+            f"--{param.replace('_', '-')}",
+            type=_number_or_text,
+            default=None,
+            help=plain_text(text),
         )
     p.add_argument(
         "--domain",

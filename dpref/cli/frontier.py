@@ -15,6 +15,9 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "frontier",
         help="exact mean/max variance of every counter and parameterisation at T and ε or ρ",
+        description="Compute, exactly, the mean and the maximum per-step variance of every "
+        "counting mechanism and parameterisation at horizon T and budget ε (pure DP, Laplace "
+        "noise) or ρ (zCDP, Gaussian noise), and print them best first by --objective.",
     )
     p.add_argument("--horizon", required=True, help="T, an integer in [1, 2^24]")
     budget = p.add_mutually_exclusive_group(required=True)
@@ -23,7 +26,9 @@ def add_parser(subparsers: Any) -> None:
     )
     budget.add_argument("--rho", default=None, help="ρ > 0 (exact: 1/2): zCDP, Gaussian noise")
     p.add_argument(
-        "--objective", default="max", help="max (default) or mean: what the best row minimises"
+        "--objective",
+        default="max",
+        help="what the best row minimises: max or mean variance over t ≤ T (default %(default)s)",
     )
     p.add_argument(
         "--mechanism",

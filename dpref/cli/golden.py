@@ -23,9 +23,16 @@ def add_parser(subparsers: Any) -> None:
         description="Golden vectors: a stream and the node noise in canonical order, and the "
         "outputs dpref computes from them, for every mechanism and noise kind.",
     )
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = p.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="one of the actions below"
+    )
 
-    e = sub.add_parser("export", help="write the golden vectors to a file (or print them)")
+    e = sub.add_parser(
+        "export",
+        help="write the golden vectors to a file (or print them)",
+        description="Compute the golden vectors of every mechanism and noise kind and write "
+        "them to FILE (gzip-compressed when FILE ends in .gz), or print them.",
+    )
     e.add_argument(
         "file",
         nargs="?",
@@ -40,7 +47,12 @@ def add_parser(subparsers: Any) -> None:
     )
     e.add_argument("--json", action="store_true", help="print one JSON object (file and count)")
 
-    c = sub.add_parser("check", help="check that a file of golden vectors matches this dpref")
+    c = sub.add_parser(
+        "check",
+        help="check that a file of golden vectors matches this dpref",
+        description="Recompute every vector of FILE (default: the shipped vectors) and "
+        "report the first one whose outputs differ. Exit 0: all match; 1: a mismatch.",
+    )
     c.add_argument(
         "file",
         nargs="?",
@@ -49,7 +61,11 @@ def add_parser(subparsers: Any) -> None:
     )
     c.add_argument("--json", action="store_true", help="print one JSON object")
 
-    sub.add_parser("schema", help="print the JSON Schema (Draft 2020-12) of the golden file")
+    sub.add_parser(
+        "schema",
+        help="print the JSON Schema (Draft 2020-12) of the golden file",
+        description="Print the JSON Schema (Draft 2020-12) that every golden file follows.",
+    )
 
     r = sub.add_parser(
         "run",

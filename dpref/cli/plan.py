@@ -32,6 +32,16 @@ from typing import Any
 
 __all__ = ["MAX_FILE_BYTES", "MAX_ROWS", "add_parser", "check_file", "run"]
 
+CHECK_DESCRIPTION = """\
+Check a factorization file: a strategy C (rows are noise nodes, columns the items 1..T), a
+decoder B (T rows, one column per row of C) and optional per-row noise scales. A JSON file
+holds integers or rational strings such as "3/8" (checked exactly) or floats (checked with
+--tolerance); a .npz file holds arrays C, B and scales (checked as floats). The report: does
+B·C equal the target, is B causal, the L1 and L2 column sensitivities, the per-step variance,
+and the ρ or ε supported at the given noise (or the noise needed for a given budget). A
+malformed file is one line on stderr and exit code 2; exit 1 when both a budget and a noise
+level are given and the noise is too small."""
+
 MAX_FILE_BYTES = 64 << 20
 """Largest plan file read (64 MiB; for ``.npz``, also the sum of its uncompressed arrays)."""
 MAX_ROWS = 1024
@@ -42,15 +52,25 @@ MAX_FLOAT_ROWS = 4096
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``plan`` subcommand (``plan check FILE``)."""
-    p = subparsers.add_parser("plan", help="check a strategy/decoder factorization file")
-    sub = p.add_subparsers(dest="plan_command", required=True)
+    p = subparsers.add_parser(
+        "plan",
+        help="check a strategy/decoder factorization file",
+        description="Check a factorization of prefix or window sums given as a file: a "
+        "strategy C and a decoder B.",
+    )
+    sub = p.add_subparsers(
+        dest="plan_command", required=True, metavar="COMMAND", help="check: check one file"
+    )
     c = sub.add_parser(
         "check",
         help="is B·C the target, is B causal; sensitivity, variance, the ρ/ε supported",
+        description=CHECK_DESCRIPTION,
     )
     c.add_argument("file", help="a .json or .npz file with C, B (and optional scales)")
     c.add_argument(
-        "--target", default="prefix", help="prefix (default) or window:W (sums of the last W)"
+        "--target",
+        default="prefix",
+        help="prefix or window:W (sums of the last W items) (default %(default)s)",
     )
     budget = c.add_mutually_exclusive_group()
     budget.add_argument("--rho", default=None, help="ρ-zCDP wanted: report the σ needed")
@@ -59,7 +79,9 @@ def add_parser(subparsers: Any) -> None:
     noise.add_argument("--sigma", default=None, help="Gaussian σ per unit row scale")
     noise.add_argument("--scale", default=None, help="Laplace scale b per unit row scale")
     c.add_argument(
-        "--tolerance", default="1e-9", help="absolute tolerance of float-mode checks (1e-9)"
+        "--tolerance",
+        default="1e-9",
+        help="absolute tolerance of the checks of a float file (default %(default)s)",
     )
     c.add_argument("--sensitivity", default="1", help="Δ, one item's sensitivity (default 1)")
     c.add_argument("--json", action="store_true", help="print one JSON object")

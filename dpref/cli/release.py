@@ -17,10 +17,23 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``release`` subcommand."""
-    p = subparsers.add_parser("release", help="release a noisy estimate after every item")
+    p = subparsers.add_parser(
+        "release",
+        help="release a noisy estimate after every item",
+        description="Read a stream and print the mechanism's noisy estimate after every item, "
+        "one number per line (with --json: one object with the outputs and their exact "
+        "standard deviations). The mechanism and its budget are chosen with the flags below; "
+        "a flag that belongs to another mechanism is refused.",
+    )
     add_mechanism_args(p)
-    p.add_argument("--seed", type=int, default=None, help="random seed (reproducible output)")
-    p.add_argument("--input", default="-", help="FILE (one value per line, or .npy) or - for stdin")
+    p.add_argument(
+        "--seed", type=int, default=None, help="random seed (default: fresh randomness each run)"
+    )
+    p.add_argument(
+        "--input",
+        default="-",
+        help="FILE (one value per line, or a .npy array), or - for stdin (default %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 

@@ -49,7 +49,7 @@ from dpref.mechanisms.base import (
     OnlineCounter,
 )
 from dpref.plan import ExactSparse
-from dpref.strategy import RationalGF, ScaledSeq, ToeplitzPlan, sqrt_up
+from dpref.strategy import RationalGF, ScaledSeq, ToeplitzPlan, scale_all, sqrt_up
 from dpref.validation import ceil_float, check_fraction, fmt, fmt_sequence
 
 __all__ = [
@@ -431,7 +431,7 @@ class ToeplitzFactorization(Mechanism):
         """``Var(out_t) = v·Σ_{k<t} b_k²`` (v = 2b² or σ²), t = 1..T."""
         t = self._horizon_for(horizon, limit=self.max_plan_steps, limit_name="max_plan_steps")
         v = self.unit_variance()
-        return [v * s for s in self.decoder_square_sums(t)]
+        return scale_all(v, self.decoder_square_sums(t))
 
     def variance(self, horizon: int | None = None) -> FloatArray:
         """Exact per-step variance as floats (nearest)."""

@@ -36,6 +36,17 @@ from dpref.validation import check_fraction, check_int_range, fmt
 
 __all__ = ["add_parser", "parse_grid", "run"]
 
+DESCRIPTION = """\
+Print ε-DP quantiles of a stream as it goes. The stream (one number per line, or a .npy
+array) is read and every value checked against the domain LO, LO+STEP, ... up to HI before
+any noise is drawn (--clamp moves values outside it to the nearest end; how many were moved
+is not printed, since that count depends on the raw data). The stream is then sanitized
+block by block and a KLL sketch's quantiles are printed after every K blocks; with --json,
+one object at the end holds the declared ε, the history and the final answers. --plot
+draws private and true quantiles over time (needs matplotlib); the true ones come from the
+raw input, so the plot is for evaluation, not for release. On a terminal a progress bar
+(needs tqdm) is shown for inputs of more than a million values."""
+
 FloatArray = npt.NDArray[np.float64]
 
 MAX_EVERY = 1 << 30
@@ -49,7 +60,7 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "quantiles",
         help="private quantiles of a stream after every block (streaming sanitizer + KLL)",
-        description=__doc__,
+        description=DESCRIPTION,
     )
     p.add_argument("--input", required=True, help="FILE (one value per line, or .npy) or -")
     p.add_argument(
@@ -60,17 +71,23 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--subsample",
         default="1",
-        help="keep each record with probability P in (0, 1] (P < 1: add/remove block "
-        "sanitizers; the declared ε is for one record replaced)",
+        help="keep each record with probability P in (0, 1] (default %(default)s; P < 1: "
+        "add/remove block sanitizers; the declared ε is for one record replaced)",
     )
-    p.add_argument("--q", default="0.01,0.5,0.99", help="quantiles, comma-separated, in [0, 1]")
+    p.add_argument(
+        "--q",
+        default="0.01,0.5,0.99",
+        help="quantiles, comma-separated, in [0, 1] (default %(default)s)",
+    )
     p.add_argument("--every", type=int, default=1, help="print every K blocks (default 1)")
     p.add_argument("--clamp", action="store_true", help="clamp values outside the domain")
     p.add_argument(
         "--tree", default="binary", help="tree counter run over the domain (default binary)"
     )
     p.add_argument("--sketch-k", type=int, default=None, help="KLL's k (default 1000)")
-    p.add_argument("--seed", type=int, default=None, help="random seed (reproducible output)")
+    p.add_argument(
+        "--seed", type=int, default=None, help="random seed (default: fresh randomness each run)"
+    )
     p.add_argument("--plot", default=None, help="draw private and true quantiles to FILE.png")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

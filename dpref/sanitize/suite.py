@@ -27,14 +27,15 @@ What is audited, and at which level:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from fractions import Fraction
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpref.verify import VerifyOptions, VerifyRow
+from dpref.verify import Part, Suite, VerifyOptions, VerifyRow, splittable
 
 __all__ = [
     "AUDIT_EPSILON",
@@ -206,8 +207,23 @@ def _sampled(opts: VerifyOptions) -> VerifyRow:
     )
 
 
+def _one(row: Callable[[VerifyOptions], VerifyRow], opts: VerifyOptions) -> list[VerifyRow]:
+    return [row(opts)]
+
+
+_ROWS = (_plans, _exact, _tree_sampled, _sampled)
+
+
+def _by_row(suite: Suite, opts: VerifyOptions) -> list[Part]:
+    """Each row is a part of its own (``dpref verify`` may run them in parallel)."""
+    if opts.mechanisms:
+        return []
+    return [Part(partial(_one, row), opts, f"sanitize {row.__name__.lstrip('_')}") for row in _ROWS]
+
+
+@splittable(_by_row)
 def sanitize_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """``dpref verify``'s ``sanitize`` suite (see the module docstring)."""
     if opts.mechanisms:
         return []  # restricted to named mechanisms: the sanitizer is not one of them
-    return [_plans(opts), _exact(opts), _tree_sampled(opts), _sampled(opts)]
+    return [row(opts) for row in _ROWS]

@@ -22,13 +22,19 @@ from dpref.sensitivity.queries import NOTEBOOK_QUERIES
 
 __all__ = ["add_parser", "run"]
 
+DESCRIPTION = """\
+Compute the global L1 sensitivity of a query over a column of values: the largest change
+of the query's answer between two neighbouring datasets of N records drawn from the
+universe (the values given with --universe, or one column of a CSV file), at Hamming
+distance K. Bad input is one line on stderr and exit code 2."""
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``sensitivity`` subcommand to ``subparsers``."""
     p = subparsers.add_parser(
         "sensitivity",
         help="global L1 sensitivity of a query (bounded/unbounded, Hamming distance k)",
-        description=__doc__,
+        description=DESCRIPTION,
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--universe", help="comma-separated values, e.g. 1,2,3,15")
@@ -37,8 +43,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--size", type=int, required=True, help="release size n")
     p.add_argument("--query", required=True, help="count, sum, mean, median, var, std, ...")
     p.add_argument("--hamming", type=int, default=1, help="Hamming distance k (default 1)")
-    p.add_argument("--model", choices=("unbounded", "bounded"), default="unbounded")
-    p.add_argument("--universe-kind", choices=("dataset", "range"), default="dataset")
+    p.add_argument(
+        "--model",
+        choices=("unbounded", "bounded"),
+        default="unbounded",
+        help="neighbouring datasets: unbounded (add or remove a record) or bounded (replace "
+        "one) (default %(default)s)",
+    )
+    p.add_argument(
+        "--universe-kind",
+        choices=("dataset", "range"),
+        default="dataset",
+        help="dataset: the values given are the records that may occur, with repetition; "
+        "range: every value between their minimum and maximum may occur (default %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--plot",

@@ -5,19 +5,41 @@ their suites in the ``dpref.verify_suites`` entry-point group of ``pyproject.tom
 ``NN-label`` fix the order; the proofs run first); this package names none of them,
 so it depends on no subsystem.  The suites today: ``proofs`` (:mod:`proofs.cli`),
 ``plans`` and ``agreement`` (:mod:`dpref.verify.plans`), ``golden``
-(:mod:`dpref.verify.golden`) and ``audit`` (:mod:`dpref.audit.suite`).
+(:mod:`dpref.verify.golden`), ``audit`` and ``audit-gaussian`` (:mod:`dpref.audit.suite`)
+and ``sanitize`` (:mod:`dpref.sanitize.suite`).
+
+A suite marked :func:`splittable` declares how its work divides into independent
+parts (for most suites: one part per mechanism, :func:`by_mechanism`); :func:`run_verify`
+runs the parts in ``jobs`` worker processes and returns the rows in the fixed suite
+order.  Every part seeds its own generators from :attr:`VerifyOptions.seed`, so the rows
+are the same for any ``jobs`` (only their ``seconds`` differ).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from dpref.plugins import VERIFY, load, ordered
 from dpref.validation import check_int_range
 
-__all__ = ["SUITES", "Suite", "VerifyOptions", "VerifyRow", "run_verify", "suite_specs"]
+__all__ = [
+    "SUITES",
+    "Part",
+    "Suite",
+    "VerifyOptions",
+    "VerifyRow",
+    "by_mechanism",
+    "default_jobs",
+    "parts",
+    "run_verify",
+    "splittable",
+    "suite_specs",
+]
 
 
 MAX_EXHAUSTIVE = 4096
@@ -26,6 +48,8 @@ MAX_RANDOM_HORIZONS = 1000
 """Most random larger horizons per mechanism."""
 MAX_RANDOM_T = 1 << 16
 """Largest random horizon."""
+MAX_JOBS = 64
+"""Most worker processes of one verify run."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +121,65 @@ class VerifyRow:
 
 
 Suite = Callable[[VerifyOptions], list[VerifyRow]]
+Splitter = Callable[[Suite, VerifyOptions], list["Part"]]
+_S = TypeVar("_S", bound=Callable[..., Any])
+
+
+def splittable(split: Splitter) -> Callable[[_S], _S]:
+    """Mark a suite as divisible: ``split(suite, opts)`` gives the parts whose runs, in
+    order, produce exactly the rows of ``suite(opts)`` (each part seeded from its options
+    alone, never from what ran before it in the same process).  The suite is returned
+    unchanged (it stays importable and picklable by name)."""
+
+    def mark(suite: _S) -> _S:
+        setattr(suite, "split", split)  # noqa: B010 - a plain attribute on a function
+        return suite
+
+    return mark
+
+
+def by_mechanism(suite: Suite, opts: VerifyOptions) -> list[Part]:
+    """One part per mechanism (the registered ones, or those ``opts`` names): the
+    splitter of a suite that checks each mechanism on its own."""
+    from dpref.mechanisms import MECHANISMS
+
+    names = opts.mechanisms or tuple(MECHANISMS)
+    return [Part(suite, replace(opts, mechanisms=(name,))) for name in names]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One unit of a verify run: a function ``(VerifyOptions) -> list[VerifyRow]`` and the
+    options it runs with."""
+
+    suite: Suite
+    """The function (module level, so that a worker process finds it by name)."""
+    opts: VerifyOptions
+    """Its options (for a part of a split suite: narrowed to this part)."""
+    name: str = ""
+    """What a progress display calls it (default: the function's name and mechanisms)."""
+
+    @property
+    def label(self) -> str:
+        """Short text for a progress display."""
+        if self.name:
+            return self.name
+        name = getattr(self.suite, "__name__", "suite").removesuffix("_suite")
+        return f"{name} {','.join(self.opts.mechanisms)}".strip()
+
+
+def parts(suites: Sequence[Suite], opts: VerifyOptions) -> list[Part]:
+    """The parts of a run, in row order."""
+    out: list[Part] = []
+    for suite in suites:
+        split: Splitter | None = getattr(suite, "split", None)
+        out.extend(split(suite, opts) if split is not None else [Part(suite, opts)])
+    return out
+
+
+def default_jobs() -> int:
+    """``min(2, os.cpu_count())``: the worker processes of a run unless told."""
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 def suite_specs() -> list[str]:
@@ -111,14 +194,76 @@ def __getattr__(name: str) -> Any:
 
 
 def run_verify(
-    opts: VerifyOptions | None = None, progress: Callable[[VerifyRow], None] | None = None
+    opts: VerifyOptions | None = None,
+    progress: Callable[[VerifyRow], None] | None = None,
+    *,
+    jobs: int = 1,
+    suites: Sequence[Suite] | None = None,
+    started: Callable[[list[Part]], None] | None = None,
+    finished: Callable[[Part], None] | None = None,
+    heartbeat: Callable[[], None] | None = None,
 ) -> list[VerifyRow]:
-    """Run every suite; ``progress`` is called with each row as it completes."""
+    """Run every registered suite (or ``suites``); the rows in suite order.
+
+    ``jobs`` worker processes (1 … :data:`MAX_JOBS`; 1: all in this process) run the
+    parts; ``progress`` is called with each row, in row order, as soon as it and every
+    row before it are done.  ``started`` is called once with every part before any runs,
+    ``finished`` with each part as it completes (in completion order) and, with worker
+    processes, ``heartbeat`` about twice a second while they run: hooks for a progress
+    display.
+    """
     opts = opts or VerifyOptions()
-    rows: list[VerifyRow] = []
-    for suite in load(VERIFY):
-        for row in suite(opts):
-            rows.append(row)
-            if progress is not None:
-                progress(row)
-    return rows
+    jobs = check_int_range("jobs", jobs, 1, MAX_JOBS)
+    todo = parts(load(VERIFY) if suites is None else suites, opts)
+    if started is not None:
+        started(todo)
+    results: list[list[VerifyRow] | None] = [None] * len(todo)
+    shown = 0
+
+    def deliver(index: int, rows: list[VerifyRow]) -> None:
+        nonlocal shown
+        results[index] = rows
+        if finished is not None:
+            finished(todo[index])
+        while shown < len(todo) and results[shown] is not None:
+            for row in results[shown] or []:
+                if progress is not None:
+                    progress(row)
+            shown += 1
+
+    if jobs == 1 or len(todo) <= 1:
+        for i, part in enumerate(todo):
+            deliver(i, _run_part(part))
+    else:
+        _run_parallel(todo, min(jobs, len(todo)), deliver, heartbeat)
+    return [row for rows in results for row in rows or []]
+
+
+def _run_part(part: Part) -> list[VerifyRow]:
+    return part.suite(part.opts)
+
+
+def _run_parallel(
+    todo: list[Part],
+    jobs: int,
+    deliver: Callable[[int, list[VerifyRow]], None],
+    heartbeat: Callable[[], None] | None,
+) -> None:
+    """Run the parts in ``jobs`` processes, forked where the platform allows (the workers
+    then start with the modules this process has loaded), else spawned."""
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method)) as pool:
+        index: dict[Future[list[VerifyRow]], int] = {
+            pool.submit(_run_part, part): i for i, part in enumerate(todo)
+        }
+        pending: set[Future[list[VerifyRow]]] = set(index)
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                if heartbeat is not None and not done:
+                    heartbeat()
+                for future in sorted(done, key=index.__getitem__):
+                    deliver(index[future], future.result())
+        except BaseException:  # a failed part, or ^C: start nothing more
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise

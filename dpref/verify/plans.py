@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpref.mechanisms import MECHANISMS, Example, Mechanism
-from dpref.verify import VerifyOptions, VerifyRow
+from dpref.verify import VerifyOptions, VerifyRow, by_mechanism, splittable
 
 __all__ = ["agreement_suite", "plan_suite"]
 
@@ -59,6 +59,7 @@ def _horizons(opts: VerifyOptions, rng: np.random.Generator) -> list[int]:
     return list(range(1, opts.max_exhaustive + 1)) + sorted(int(t) for t in extra)
 
 
+@splittable(by_mechanism)
 def plan_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Exact plan checks for every registered mechanism, example and horizon."""
     rows = []
@@ -99,6 +100,7 @@ def plan_suite(opts: VerifyOptions) -> list[VerifyRow]:
     return rows
 
 
+@splittable(by_mechanism)
 def agreement_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Batch, plan and online outputs agree on injected noise; online = batch on a seed."""
     rows = []

@@ -187,7 +187,7 @@ class WindowSum(_Decayed):
     For W a power of two this is the patent's "each x_j contributes to exactly
     log W + 1 variables" (Theorem 3).  Until 0.1 dpref used ``⌈log₂W⌉ + 1`` levels; for
     W not a power of two the top one was never used by a cover and wasted
-    ``1/(⌈log₂W⌉+1)`` of the budget (docs/changelog.md).
+    ``1/(⌈log₂W⌉+1)`` of the budget (CHANGELOG.md).
 
     Parameters
     ----------

@@ -1,0 +1,215 @@
+"""The certificate of a ``dpref verify`` run (``--out FILE``): what was checked, on what,
+and the result — as Markdown (``FILE``) and JSON (``FILE`` with the suffix ``.json``).
+
+The JSON object has the keys ``format`` (:data:`FORMAT`), ``passed``, ``dpref_version``,
+``git_commit`` and ``git_dirty`` (``null`` outside a git checkout), ``platform``,
+``python``, ``packages`` (numpy, scipy, sympy versions), ``options``, ``seed``,
+``started`` (UTC, ISO 8601), ``wall_seconds``, ``totals`` (rows, checks, failed rows,
+failed checks) and ``rows`` (each row of the verify table, with its checks and details,
+as :meth:`~dpref.verify.VerifyRow.as_dict` gives it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from dpref.errors import ParameterError
+from dpref.validation import fmt
+from dpref.verify import VerifyOptions, VerifyRow
+
+__all__ = [
+    "FORMAT",
+    "build_certificate",
+    "certificate_paths",
+    "check_writable",
+    "environment",
+    "to_markdown",
+    "write_certificate",
+]
+
+FORMAT = "dpref-verify-certificate/1"
+"""The ``format`` key of the JSON certificate."""
+PACKAGES = ("numpy", "scipy", "sympy")
+"""The dependencies whose versions a certificate records."""
+_ROOT = Path(__file__).resolve().parents[2]
+"""The directory holding the ``dpref`` package (a git checkout, in development)."""
+
+
+def certificate_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """The Markdown file ``path`` and its JSON twin (same stem, suffix ``.json``).
+
+    Raises :class:`~dpref.errors.ParameterError` when ``path`` itself ends in ``.json``
+    (both files would be the same)."""
+    md = Path(path)
+    js = md.with_suffix(".json")
+    if md.suffix.lower() == ".json" or md.name in ("", ".", ".."):
+        raise ParameterError(
+            f"--out={fmt(str(path))}: give the Markdown file (e.g. cert.md); "
+            "the JSON goes next to it with the suffix .json"
+        )
+    return md, js
+
+
+def check_writable(path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Both certificate files can be written (checked before a run, without creating
+    them); raises :class:`~dpref.errors.ParameterError` naming ``--out`` otherwise."""
+    md, js = certificate_paths(path)
+    for target in (md, js):
+        parent = target.parent if str(target.parent) else Path(".")
+        if target.is_dir():
+            raise ParameterError(f"--out={fmt(str(path))}: {target} is a directory")
+        if not parent.is_dir():
+            raise ParameterError(f"--out={fmt(str(path))}: no directory {parent}")
+        if target.exists() and not os.access(target, os.W_OK):
+            raise ParameterError(f"--out={fmt(str(path))}: {target} is not writable")
+        if not target.exists() and not os.access(parent, os.W_OK | os.X_OK):
+            raise ParameterError(f"--out={fmt(str(path))}: directory {parent} is not writable")
+    return md, js
+
+
+def _version(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    """``git args…`` in the checkout holding dpref, or ``None`` (no git, no checkout)."""
+    if not (_ROOT / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(_ROOT), *args], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def environment() -> dict[str, Any]:
+    """dpref's version and commit, the platform, Python and the numerical packages."""
+    import dpref
+
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {
+        "dpref_version": _version("dpref") or dpref.__version__,
+        "git_commit": commit,
+        "git_dirty": None if status is None else bool(status),
+        "platform": platform.platform(),
+        "python": f"{platform.python_implementation()} {sys.version.split()[0]}",
+        "packages": {name: _version(name) for name in PACKAGES},
+    }
+
+
+def build_certificate(
+    rows: Sequence[VerifyRow],
+    opts: VerifyOptions,
+    *,
+    jobs: int,
+    started: str,
+    wall_seconds: float,
+) -> dict[str, Any]:
+    """The certificate of a finished run, as a JSON-ready dict."""
+    failed = [r for r in rows if r.failed]
+    return {
+        "format": FORMAT,
+        "passed": not failed,
+        **environment(),
+        "options": {
+            "max_horizon": opts.max_exhaustive,
+            "random_horizons": opts.random_horizons,
+            "random_max": opts.random_max,
+            "mechanisms": list(opts.mechanisms),
+            "jobs": jobs,
+        },
+        "seed": opts.seed,
+        "started": started,
+        "wall_seconds": round(wall_seconds, 3),
+        "totals": {
+            "rows": len(rows),
+            "checks": sum(r.checks for r in rows),
+            "failed_rows": len(failed),
+            "failed_checks": sum(r.failed for r in rows),
+        },
+        "rows": [r.as_dict() for r in rows],
+    }
+
+
+def _cell(value: Any) -> str:
+    """A Markdown table cell: one line, pipes escaped."""
+    text = "" if value is None else str(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def to_markdown(cert: dict[str, Any]) -> str:
+    """The certificate as a Markdown page."""
+    totals = cert["totals"]
+    verdict = "PASSED" if cert["passed"] else "FAILED"
+    opts = cert["options"]
+    commit = cert["git_commit"] or "not a git checkout"
+    if cert["git_dirty"]:
+        commit += " (with uncommitted changes)"
+    lines = [
+        "# dpref verify certificate",
+        "",
+        f"**{verdict}**: {totals['checks']} checks in {totals['rows']} rows, "
+        f"{totals['failed_checks']} failed checks in {totals['failed_rows']} rows; "
+        f"wall time {cert['wall_seconds']:.1f} s.",
+        "",
+        "## Environment",
+        "",
+        "| item | value |",
+        "|---|---|",
+        f"| dpref | {_cell(cert['dpref_version'])} |",
+        f"| git commit | {_cell(commit)} |",
+        f"| platform | {_cell(cert['platform'])} |",
+        f"| Python | {_cell(cert['python'])} |",
+        *(f"| {name} | {_cell(v or 'not installed')} |" for name, v in cert["packages"].items()),
+        f"| started (UTC) | {_cell(cert['started'])} |",
+        "",
+        "## Options",
+        "",
+        "| option | value |",
+        "|---|---|",
+        f"| --max-horizon | {opts['max_horizon']} |",
+        f"| --random-horizons | {opts['random_horizons']} |",
+        f"| largest random T | {opts['random_max']} |",
+        f"| --mechanism | {_cell(', '.join(opts['mechanisms']) or 'all')} |",
+        f"| --seed | {cert['seed']} |",
+        f"| --jobs | {opts['jobs']} |",
+        "",
+        "## Rows",
+        "",
+        "| # | suite | subject | checks | failed | declared | proven | status | seconds | detail |",
+        "|---:|---|---|---:|---:|---|---|---|---:|---|",
+    ]
+    for i, row in enumerate(cert["rows"], 1):
+        lines.append(
+            f"| {i} | {_cell(row['suite'])} | {_cell(row['mechanism'])} | {row['checks']} | "
+            f"{row['failed']} | {_cell(row['declared_epsilon'])} | {_cell(row['proven_sum'])} "
+            f"| {row['status']} | {row['seconds']:.2f} | {_cell(row['detail'])} |"
+        )
+    lines += ["", f"Certificate format `{cert['format']}`; the JSON twin holds every field.", ""]
+    return "\n".join(lines)
+
+
+def write_certificate(cert: dict[str, Any], path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Write the Markdown and JSON files; their paths.  Raises
+    :class:`~dpref.errors.ParameterError` when a file cannot be written."""
+    md, js = certificate_paths(path)
+    try:
+        md.write_text(to_markdown(cert), encoding="utf-8")
+        js.write_text(json.dumps(cert, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ParameterError(f"--out={fmt(str(path))}: cannot write ({exc.strerror})") from None
+    return md, js
