@@ -111,7 +111,8 @@ def parse(path: Path) -> list[Block]:
                 and not c["info"].strip()
             ):
                 break
-            body.append(lines[k][indent:] if lines[k][:indent].isspace() else lines[k].lstrip())
+            line = lines[k]
+            body.append(line[min(indent, len(line) - len(line.lstrip(" "))) :])
             k += 1
         else:
             raise ValueError(f"{name}:{i + 1}: the fence opened here is never closed")
