@@ -12,8 +12,9 @@ Every fenced block of ``README.md`` and ``docs/**/*.md`` is one of
 
 unless the line before it (blank lines aside) is ``<!-- docs-test: skip REASON -->``.
 All ``pycon`` and ``python`` blocks of a page share one namespace and run in order; every
-block of a page runs in one temporary directory holding a copy of ``docs/examples/`` and of
-the test helpers (``tests/*.py``), with ``dpref`` (and ``.venv/bin/dpref``,
+block of a page runs in one temporary directory holding a copy of ``docs/examples/`` (both as
+``docs/examples/FILE``, the path from the repository root, and as ``FILE`` in the directory
+itself) and of the test helpers (``tests/*.py``), with ``dpref`` (and ``.venv/bin/dpref``,
 ``.venv/bin/python``) on a shim that runs this checkout's ``python -m dpref``.
 
 ``tests/test_docs_examples.py`` runs every page with :func:`run_page`.
@@ -145,7 +146,11 @@ def make_sandbox(tmp: Path) -> dict[str, str]:
 
     Returns the environment the page's commands run in.
     """
-    shutil.copytree(ROOT / "docs" / "examples", tmp / "docs" / "examples")
+    examples = ROOT / "docs" / "examples"
+    shutil.copytree(examples, tmp / "docs" / "examples")  # paths as from the repository root
+    for item in examples.iterdir():  # and each file by its own name, in the working directory
+        if item.is_file():
+            shutil.copy(item, tmp / item.name)
     (tmp / "tests").mkdir()
     for helper in (ROOT / "tests").glob("*.py"):
         shutil.copy(helper, tmp / "tests" / helper.name)
