@@ -71,8 +71,8 @@ def test_every_mechanism_has_golden_vectors_and_the_file_is_current() -> None:
     shipped = {v["case"] for v in doc["vectors"]}
     assert {v["mechanism"] for v in doc["vectors"]} >= set(MECHANISMS)
     assert shipped == {c.name for c in golden_cases()}, (
-        "dpref/data/golden.json is stale: regenerate it with "
-        "`dpref golden export dpref/data/golden.json`"
+        "dpref/data/golden.json.gz is stale: regenerate it with "
+        "`dpref golden export dpref/data/golden.json.gz`"
     )
 
 
@@ -212,6 +212,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dpref.sanitize.cli",
         "dpref.sanitize.bench",
         "dpref.sanitize.suite",
+        "dpref.reproduce",
         "proofs.cli",
         "proofs.__main__",
     ),

@@ -43,6 +43,7 @@ __all__ = [
     "MAX_TEXT",
     "OPS",
     "OP_CALL",
+    "OP_INJECTED",
     "OP_LOAD",
     "OP_PROGRESS",
     "OP_SCRIPTED",
@@ -94,7 +95,18 @@ OP_SCRIPTED = 3
 """One call with dpref's scripted noise object (:mod:`dpref.audit.recording`): request
 arrays ``[stream (T,), script (K,)]`` and the protocol name as text; reply arrays
 ``[outputs (T,), laplace scales (n,)]`` and the other requests as JSON text."""
-OPS = {OP_LOAD: "load", OP_CALL: "call", OP_SCRIPTED: "scripted", OP_PROGRESS: "progress"}
+OP_INJECTED = 4
+"""One call ``f(stream, noise)`` with injected node noise (``dpref golden run``): request
+arrays ``[stream (T,), noise (n,)]`` and, as text, the vector's configuration as JSON (passed
+on when the target takes it, ``f.dpref_golden == "vector"``: ``f(stream, noise, config)``); reply
+arrays ``[outputs (T,)]`` or a failure status."""
+OPS = {
+    OP_LOAD: "load",
+    OP_CALL: "call",
+    OP_SCRIPTED: "scripted",
+    OP_INJECTED: "injected",
+    OP_PROGRESS: "progress",
+}
 
 # ------------------------------------------------------------- statuses
 ST_OK = 0

@@ -257,6 +257,29 @@ class Worker:
             self._protocol("a failure reply with arrays")
         return reply
 
+    def injected(
+        self, stream: FloatArray, noise: FloatArray, config: str, timeout: float | None
+    ) -> P.Frame:
+        """One call with injected node noise (op ``injected``): a reply with the outputs
+        ``(T,)`` (shape validated here), or with a failure status.  ``config`` (JSON text,
+        or empty) is passed to a target that takes the vector's configuration."""
+        T = int(stream.size)
+        arrays: list[npt.NDArray[Any]] = [
+            np.ascontiguousarray(stream, dtype=np.float64),
+            np.ascontiguousarray(noise, dtype=np.float64),
+        ]
+        frame = P.Frame(P.OP_INJECTED, count=1, arrays=arrays, text=config)
+        reply = self.request(frame, timeout, 8 * T, 0)
+        if reply.flags:
+            self._protocol(f"an injected reply with flags {reply.flags:#x}")
+        if reply.status == P.ST_OK:
+            shapes = [a.shape for a in reply.arrays]
+            if shapes != [(T,)]:
+                self._protocol(f"an injected reply with arrays {shapes} at T={T}")
+        elif reply.arrays:
+            self._protocol("a failure reply with arrays")
+        return reply
+
     def request(self, frame: P.Frame, timeout: float | None, max_bytes: int, limit: int) -> P.Frame:
         """Send ``frame`` and return the reply to it.
 

@@ -1,8 +1,9 @@
-"""``dpref golden export|check [FILE]``: golden vectors for implementers in other languages."""
+"""``dpref golden export|check|schema|run``: golden vectors for implementers in other languages."""
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -14,33 +15,137 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers: Any) -> None:
-    """Add the ``golden`` subcommand."""
+    """Add the ``golden`` subcommand and its four actions."""
     p = subparsers.add_parser(
-        "golden", help="export or check golden vectors (stream + noise -> outputs)"
+        "golden",
+        help="golden vectors: export them, check them, print their JSON Schema, or run "
+        "another implementation against them",
+        description="Golden vectors: a stream and the node noise in canonical order, and the "
+        "outputs dpref computes from them, for every mechanism and noise kind.",
     )
-    p.add_argument("action", choices=["export", "check"])
-    p.add_argument("file", nargs="?", default=None, help="export: output file; check: input file")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    e = sub.add_parser("export", help="write the golden vectors to a file (or print them)")
+    e.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        help="output file; a name ending in .gz is written gzip-compressed "
+        "(default: print the JSON)",
+    )
+    e.add_argument(
+        "--sample",
+        action="store_true",
+        help="write only the small sample of a few vectors (dpref/data/golden-sample.json)",
+    )
+    e.add_argument("--json", action="store_true", help="print one JSON object (file and count)")
+
+    c = sub.add_parser("check", help="check that a file of golden vectors matches this dpref")
+    c.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        help="the file, plain or gzip JSON (default: the vectors shipped with dpref)",
+    )
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+
+    sub.add_parser("schema", help="print the JSON Schema (Draft 2020-12) of the golden file")
+
+    r = sub.add_parser(
+        "run",
+        help="run another implementation that accepts injected noise against the vectors",
+        description="Call TARGET(stream, noise) once per selected vector, in a separate "
+        "process, and compare its outputs with the vector's: bit for bit where the vector "
+        "says exact_in_float, else within the tolerance. Exit 0: every vector matches; 1: a "
+        "mismatch or a failure of the target (the first one is printed); 2: bad input.",
+    )
+    r.add_argument(
+        "target",
+        nargs="?",
+        default=None,
+        help="module:function or path/to/file.py:function, a Python function "
+        "f(stream, noise) returning the T outputs",
+    )
+    r.add_argument(
+        "--command",
+        default=None,
+        help="instead of TARGET: a command run once per vector; it reads the vector as JSON "
+        "on stdin and writes its outputs as a JSON array on stdout",
+    )
+    r.add_argument(
+        "--mechanism", default=None, help="only the vectors of this mechanism (default: all)"
+    )
+    r.add_argument(
+        "--noise",
+        default=None,
+        choices=["laplace", "discrete", "gaussian", "discrete_gaussian"],
+        help="only the vectors with this noise kind (default: all)",
+    )
+    r.add_argument(
+        "--case", default=None, help="only the vectors whose case name matches this glob"
+    )
+    r.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only the vectors with this parameter value (also epsilon, rho, horizon); repeatable",
+    )
+    r.add_argument("--file", default=None, help="golden file to use (default: the shipped one)")
+    r.add_argument(
+        "--rtol",
+        type=float,
+        default=1e-12,
+        help="relative tolerance where outputs need not be bit-exact (default 1e-12)",
+    )
+    r.add_argument(
+        "--atol",
+        type=float,
+        default=1e-9,
+        help="absolute tolerance added to it (default 1e-9)",
+    )
+    r.add_argument(
+        "--no-exact",
+        action="store_true",
+        help="compare every vector within the tolerance, also those marked exact_in_float "
+        "(default: those must match bit for bit)",
+    )
+    r.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds one call may take before it is stopped and recorded (default 10)",
+    )
+    r.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Export the vectors, or check a file (default: the shipped one); 1 on a mismatch."""
-    return _export(args) if args.action == "export" else _check(args)
+    """Dispatch to the action; 1 on a mismatch, 2 on bad input (raised as a DprefError)."""
+    action = {"export": _export, "check": _check, "schema": _schema, "run": _run}
+    return action[args.action](args)
+
+
+def _write(path: str, text: str) -> None:
+    data = (text + "\n").encode()
+    if path.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=9, mtime=0)
+    try:
+        Path(path).write_bytes(data)
+    except OSError as exc:
+        raise ParameterError(f"file={fmt(path)}: cannot write ({exc})") from None
 
 
 def _export(args: argparse.Namespace) -> int:
-    from dpref.golden import golden_vectors
+    from dpref.golden import golden_sample, golden_vectors
 
-    doc = golden_vectors()
-    text = json.dumps(doc, indent=1)
+    doc = golden_sample() if args.sample else golden_vectors()
+    compact = bool(args.file) and args.file.endswith(".gz")
+    text = json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=1)
     if not args.file or args.file == "-":
         print(text)
         return 0
-    try:
-        Path(args.file).write_text(text + "\n")
-    except OSError as exc:
-        raise ParameterError(f"file={fmt(args.file)}: cannot write ({exc})") from None
+    _write(args.file, text)
     if args.json:
         print(json.dumps({"written": args.file, "vectors": len(doc["vectors"])}))
     else:
@@ -49,21 +154,9 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from dpref.golden import check_golden, load_shipped, loads_golden
+    from dpref.golden import check_golden, read_golden
 
-    if args.file:
-        try:
-            text = Path(args.file).read_text(encoding="utf-8")
-        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-            raise ParameterError(
-                f"file={fmt(args.file)}: cannot read golden vectors ({exc})"
-            ) from None
-        try:
-            doc = loads_golden(text)
-        except ParameterError as exc:
-            raise ParameterError(f"file={fmt(args.file)}: {exc}") from None
-    else:
-        doc = load_shipped()
+    doc = read_golden(args.file)
     problems = check_golden(doc)
     if args.json:
         print(
@@ -78,3 +171,45 @@ def _check(args: argparse.Namespace) -> int:
             f"{len(doc['vectors'])} golden vectors: {'all match' if not problems else 'MISMATCH'}"
         )
     return 1 if problems else 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from dpref.golden import load_schema
+
+    print(json.dumps(load_schema(), indent=1, ensure_ascii=False))
+    return 0
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParameterError(f"--param={fmt(item)}: expected KEY=VALUE")
+        out[key.strip().replace("-", "_")] = value.strip()
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dpref.audit.golden_run import run_golden
+    from dpref.golden import read_golden
+
+    doc = read_golden(args.file) if args.file else None
+    result = run_golden(
+        args.target,
+        command=args.command,
+        doc=doc,
+        mechanism=args.mechanism,
+        noise=args.noise,
+        case=args.case,
+        params=_params(args.param),
+        rtol=args.rtol,
+        atol=args.atol,
+        exact=not args.no_exact,
+        timeout=args.timeout,
+    )
+    if args.json:
+        print(json.dumps(result.as_dict()))
+    else:
+        print(result.text())
+    return 0 if result.ok else 1

@@ -1,0 +1,187 @@
+"""``frontier``: every counter's exact variance against T and against t, ε-DP and ρ-zCDP.
+
+For each T of a grid, :func:`dpref.frontier.frontier` gives every registered counting
+mechanism's every parameterisation with its exact mean and maximum ``Var(out_t)`` over
+t ≤ T (rigorous upper bounds where marked); the figures draw, per mechanism, its best
+parameterisation at each T (by the maximum), the lower bound, and the per-step variance
+``Var(out_t)`` of each mechanism's best parameterisation at one T
+(:func:`dpref.frontier.variance_curve`).  ε = 1 (Laplace noise) and ρ = 1/2 (Gaussian).
+
+T runs over the even powers of two from 2⁴ to 2¹⁶, but the zCDP grid leaves out 2¹⁰ and
+2¹²: there BLT's exact variances (Fractions whose size grows with T, used up to its
+exact-bits limit) take about a minute each; at 2⁸ they take a second and from 2¹⁴ on its
+rigorous float upper bounds are used.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpref.reproduce.common import Context, Outcome, save_figure, write_csv
+
+__all__ = ["run"]
+
+EPSILON = Fraction(1)
+RHO = Fraction(1, 2)
+FULL = {
+    "pure": [2**k for k in range(4, 17, 2)],
+    "zcdp": [2**k for k in (4, 6, 8, 14, 16)],
+    "curve_T": {"pure": 2**10, "zcdp": 2**8},
+}
+QUICK = {
+    "pure": [2**k for k in range(4, 7)],
+    "zcdp": [2**k for k in range(4, 6)],
+    "curve_T": {"pure": 2**5, "zcdp": 2**5},
+}
+
+
+def _budget(privacy: str) -> dict[str, Fraction]:
+    return {"epsilon": EPSILON} if privacy == "pure" else {"rho": RHO}
+
+
+def run(ctx: Context) -> Outcome:
+    """Evaluate the frontier over the grid; write ``frontier.csv``, ``per_t.csv``, figures."""
+    from dpref.frontier import frontier, variance_curve
+
+    p: dict[str, Any] = QUICK if ctx.quick else FULL
+    out = Outcome(
+        parameters={
+            "epsilon": str(EPSILON),
+            "rho": str(RHO),
+            "horizons": {"pure": p["pure"], "zcdp": p["zcdp"]},
+            "per_t_horizon": p["curve_T"],
+            "objective": "max",
+        }
+    )
+    rows: list[tuple[Any, ...]] = []
+    bounds: list[tuple[Any, ...]] = []
+    curves: list[tuple[Any, ...]] = []
+    best_by_T: dict[str, dict[int, dict[str, float]]] = {"pure": {}, "zcdp": {}}
+    curve_data: dict[str, dict[str, Any]] = {"pure": {}, "zcdp": {}}
+    headline: dict[str, Any] = {}
+    for privacy in ("pure", "zcdp"):
+        budget = _budget(privacy)
+        for T in p[privacy]:
+            report = frontier(T, objective="max", **budget)
+            per_mech: dict[str, float] = {}
+            for r in report.rows:
+                if r.skipped is not None:
+                    rows.append((privacy, T, r.mechanism, r.label, "", "", "", r.skipped))
+                    continue
+                assert r.mean is not None and r.max is not None
+                rows.append(
+                    (privacy, T, r.mechanism, r.label, float(r.mean), float(r.max), r.upper, "")
+                )
+                per_mech.setdefault(r.mechanism, float(r.max))  # rows are sorted: first is best
+            best_by_T[privacy][T] = per_mech
+            b = report.bound
+            bound_var = float(b.value) ** 2 if privacy == "pure" else float(b.value)
+            bounds.append((privacy, T, bound_var))
+            if T == p["curve_T"][privacy]:
+                seen: set[str] = set()
+                for r in report.rows:
+                    if r.skipped is not None or r.mechanism in seen:
+                        continue
+                    seen.add(r.mechanism)
+                    curve = variance_curve(r, T, budget)
+                    curve_data[privacy][r.label] = curve
+                    curves.extend(
+                        (privacy, T, r.label, t, float(v))
+                        for t, v in enumerate(curve.tolist(), start=1)
+                    )
+            if T == p[privacy][-1]:
+                best = report.best
+                assert best is not None and best.max is not None
+                headline[privacy] = {
+                    "T": T,
+                    "best": best.label,
+                    "best_max_variance": round(float(best.max), 2),
+                    "lower_bound_variance": round(bound_var, 2),
+                    "best_per_mechanism": {k: round(v, 2) for k, v in sorted(per_mech.items())},
+                }
+    write_csv(
+        ctx,
+        "frontier.csv",
+        (
+            "privacy",
+            "T",
+            "mechanism",
+            "label",
+            "mean_variance",
+            "max_variance",
+            "upper_bound",
+            "skipped",
+        ),
+        rows,
+        out,
+    )
+    write_csv(ctx, "lower_bounds.csv", ("privacy", "T", "variance_lower_bound"), bounds, out)
+    write_csv(ctx, "per_t.csv", ("privacy", "T", "label", "t", "variance"), curves, out)
+    out.headline = headline
+    out.lines.append(
+        f"frontier: ε = {EPSILON} (Laplace) at T = "
+        + ", ".join(f"2^{_exp(T)}" for T in p["pure"])
+        + f"; ρ = {RHO} (Gaussian) at "
+        + ", ".join(f"2^{_exp(T)}" for T in p["zcdp"])
+        + f"; {len(rows)} rows"
+    )
+    for privacy in ("pure", "zcdp"):
+        h = headline[privacy]
+        kind = "max Var lower bound (packing C²)" if privacy == "pure" else "max Var lower bound"
+        out.lines.append(
+            f"  {privacy} at T = {h['T']}: best {h['best']} max Var {h['best_max_variance']:.2f}; "
+            f"{kind} {h['lower_bound_variance']:.2f}"
+        )
+    if ctx.plots:
+        for privacy in ("pure", "zcdp"):
+            _figure(ctx, privacy, best_by_T[privacy], bounds, curve_data[privacy], p, out)
+    return out
+
+
+def _exp(T: int) -> int:
+    return T.bit_length() - 1
+
+
+def _figure(
+    ctx: Context,
+    privacy: str,
+    best: dict[int, dict[str, float]],
+    bounds: list[tuple[Any, ...]],
+    curves: dict[str, Any],
+    p: dict[str, Any],
+    out: Outcome,
+) -> None:
+    from dpref.reproduce.common import pyplot
+
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    mechanisms = sorted({m for per in best.values() for m in per})
+    cmap = plt.get_cmap("tab20")
+    colors = {m: cmap(i % 20) for i, m in enumerate(mechanisms)}
+    for m in mechanisms:
+        xs = [T for T in sorted(best) if m in best[T]]
+        ax1.plot(xs, [best[T][m] for T in xs], marker=".", lw=1, color=colors[m], label=m)
+    bx = [b[1] for b in bounds if b[0] == privacy]
+    by = [b[2] for b in bounds if b[0] == privacy]
+    ax1.plot(bx, by, color="black", ls=":", lw=1.5, label="lower bound")
+    ax1.set_xscale("log", base=2)
+    ax1.set_yscale("log")
+    ax1.set_xlabel("T")
+    ax1.set_ylabel("max over t ≤ T of Var(out_t)")
+    what = f"ε = {EPSILON}, Laplace" if privacy == "pure" else f"ρ = {RHO}, Gaussian"
+    ax1.set_title(f"best parameterisation per mechanism ({what})", fontsize=10)
+    ax1.legend(fontsize=7, ncol=2)
+    T = p["curve_T"][privacy]
+    t = np.arange(1, T + 1)
+    for label, curve in curves.items():
+        ax2.plot(t, curve, lw=0.8, color=colors[label.split("[")[0]], label=label)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("t")
+    ax2.set_ylabel("Var(out_t)")
+    ax2.set_title(f"per step at T = {T}", fontsize=10)
+    ax2.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    save_figure(ctx, fig, f"frontier-{privacy}.png", out)
