@@ -30,22 +30,9 @@ SECTIONS = (
 )
 """The ``##`` headings every mechanism page has, in this order and no others."""
 
-PENDING_CITATIONS = frozenset(
-    {
-        "efficient use of differentially private binary trees",
-        "boosting the accuracy of differentially private histograms through consistency",
-        "count on your elders laplace vs gaussian noise",
-        "a smooth binary mechanism for efficient private continual observation",
-        "constant matters finegrained error bound on differentially private continual observation",
-        "almost tight error bounds on differentially private continual counting",
-        "efficient and nearoptimal noise generation for streaming differential privacy",
-        "a hasslefree algorithm for private learning in practice dont use tree aggregation "
-        "use blts",
-    }
-)
-"""Normalised titles the pages cite that CITATION.cff did not list yet when the pages were
-written (the release branch owns CITATION.cff and is adding its ``references``).  Once
-CITATION.cff lists one, it is matched there and its entry here is unused; remove it then."""
+PENDING_CITATIONS: frozenset[str] = frozenset()
+"""Normalised titles a page may cite although CITATION.cff does not list them (none: every
+paper the cards cite is a ``references`` entry of CITATION.cff)."""
 
 
 def _norm(title: str) -> str:
