@@ -224,22 +224,6 @@ def test_gaussian_online_equals_batch_with_the_same_seed() -> None:
 
 
 # ------------------------------------------------------------------ docs
-def test_docs_gaussian_example_prints_what_the_page_shows(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """docs/gaussian.md: the example's code, run, prints the page's output block."""
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "docs" / "gaussian.md").read_text()
-    section = text.split("## Constructing and checking", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S)
-    shown = re.search(r"prints\n\n```text\n(.*?)```", section, re.S)
-    assert code is not None and shown is not None
-    exec(compile(code.group(1), "docs/gaussian.md", "exec"), {})
-    assert capsys.readouterr().out == shown.group(1)
-
-
 # ------------------------------------------------------------------ cli and audits
 def test_cli_release_with_rho(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     import json

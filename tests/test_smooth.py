@@ -185,16 +185,6 @@ def test_discrete_noise_and_errors() -> None:
         counter.step(1)
 
 
-def test_the_docs_examples_print_what_the_pages_say() -> None:
-    import doctest
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    for page in ("smooth.md", "accounting.md", "gaussian.md"):
-        result = doctest.testfile(str(root / "docs" / page), module_relative=False)
-        assert result.failed == 0 and result.attempted > 0, page
-
-
 # ------------------------------------------------------------------ Gaussian noise
 ALPHA = 1e-6
 """False-failure rate of the Gaussian variance test (all steps together)."""
