@@ -207,15 +207,7 @@ def _coprime(num: int, den: int) -> Fraction:
     if den & (den - 1) or num == 0:
         return Fraction(num, den)
     shift = min((num & -num).bit_length() - 1, den.bit_length() - 1)
-    n, d = num >> shift, den >> shift
-    make = getattr(Fraction, "_from_coprime_ints", None)
-    if make is not None:  # Python 3.12+
-        out: Fraction = make(n, d)
-        return out
-    plain: Any = Fraction  # Python 3.11: the private keyword skips the gcd
-    out = plain(n, d, _normalize=False)
-    assert isinstance(out, Fraction)
-    return out
+    return _lowest(num >> shift, den >> shift)
 
 
 def _gcd_split(x: int, y: int) -> int:
