@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 
 from dpref.domains import Domain, bits, bounded_integers, bounded_reals
-from dpref.errors import ParameterError
+from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import MECHANISMS
 from dpref.noise import NOISE_KINDS
 from dpref.registry import build_mechanism, mechanism_names, parameter_flags
@@ -28,6 +29,7 @@ __all__ = [
     "parse_domain",
     "plain_text",
     "read_stream",
+    "run_standalone",
 ]
 
 
@@ -55,6 +57,25 @@ _Parser = DprefParser  # the name earlier versions exported
 
 _ROLE = re.compile(r":[a-z]+:`~?(?:[\w.]*\.)?([^`<]+?)(?:\s*<[^>]*>)?`")
 """A reStructuredText role, ``:data:`~pkg.NAME``` (its last dotted part is kept)."""
+
+
+def run_standalone(
+    name: str, add_parser: Callable[[Any], None], argv: Sequence[str] | None = None
+) -> int:
+    """Run one subcommand, ``dpref NAME ARGV``, from its module's ``add_parser`` alone — for
+    ``python -m dpref.<pkg>.cli`` without the installed entry points.  Usage errors and
+    :class:`~dpref.errors.DprefError` are one line on stderr and exit code 2."""
+    parser = DprefParser(prog="dpref")
+    add_parser(parser.add_subparsers(parser_class=DprefParser))
+    try:
+        args = parser.parse_args([name, *(sys.argv[1:] if argv is None else argv)])
+    except UsageError:
+        return 2
+    try:
+        return int(args.func(args))
+    except DprefError as exc:
+        sys.stderr.write(f"dpref: error: {exc}\n")
+        return 2
 
 
 def plain_text(text: str) -> str:

@@ -168,21 +168,9 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run ``dpref reproduce`` without the installed entry point (``python -m
     dpref.reproduce.cli``)."""
-    from dpref.cli.common import DprefParser, UsageError
-    from dpref.errors import DprefError
+    from dpref.cli.common import run_standalone
 
-    parser = DprefParser(prog="dpref")
-    sub = parser.add_subparsers(parser_class=DprefParser)
-    add_parser(sub)
-    try:
-        args = parser.parse_args(["reproduce", *(argv if argv is not None else sys.argv[1:])])
-    except UsageError:
-        return 2
-    try:
-        return int(args.func(args))
-    except DprefError as exc:
-        sys.stderr.write(f"dpref: error: {exc}\n")
-        return 2
+    return run_standalone("reproduce", add_parser, argv)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.cli.common import read_stream
-from dpref.errors import DprefError, ParameterError
+from dpref.errors import ParameterError
 from dpref.validation import check_fraction, check_int_range, fmt
 
 __all__ = ["add_parser", "parse_grid", "run"]
@@ -313,17 +313,9 @@ def _draw(
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``dpref quantiles`` without the installed entry point (``python -m``)."""
-    from dpref.cli.common import DprefParser
+    from dpref.cli.common import run_standalone
 
-    parser = DprefParser(prog="dpref quantiles")
-    sub = parser.add_subparsers()
-    add_parser(sub)
-    args = parser.parse_args(["quantiles", *(argv if argv is not None else sys.argv[1:])])
-    try:
-        return int(args.func(args))
-    except DprefError as exc:
-        sys.stderr.write(f"dpref: error: {exc}\n")
-        return 2
+    return run_standalone("quantiles", add_parser, argv)
 
 
 if __name__ == "__main__":
