@@ -1,19 +1,28 @@
-"""The proof framework: the symbolic ops namespace, the result type, proof steps.
+"""The proof framework: the symbolic ops namespace, the result type, the labels, proof steps.
 
 A *claim* is one statement about one mechanism class (its membership, its budget,
-its variance, …).  A claim's function returns an :class:`Outcome` whose status is
-either ``proven`` — every step was discharged by sympy (an identity that
-``simplify`` reduces to 0, or a sign that sympy's assumption system decides), with
-the standard lemmas it relies on named in the detail — or ``checked for T ≤ N`` —
-an exact, exhaustive comparison for every T up to N, which is evidence, not a
-proof, and is labelled as such.  A step that sympy cannot discharge raises
-:class:`ProofFailure`, and the claim is reported ``FAILED``: an unproven claim is a
-failed claim (OpenDP's rule).
+its variance, …).  A claim's function returns an :class:`Outcome`, and its label says
+exactly what was shown (docs/proofs.md):
+
+* ``proven about the code`` (:func:`about_code`) — every step was discharged (by sympy,
+  by an SMT solver over the whole integer range, or by an induction whose steps were
+  discharged), and the proof *evaluated the functions the release uses* (named in
+  :attr:`Outcome.evaluates`), for every parameter in the documented range;
+* ``proven lemma`` (:func:`lemma`) — a statement every step of which was discharged but
+  which evaluates no class code (a property of the maths, not of dpref);
+* ``checked for T ≤ N`` (:func:`checked`) — an exact, exhaustive comparison for every T up
+  to N: evidence, not a proof;
+* ``note`` (:func:`note`) — a citation (e.g. closure under post-processing), not a claim.
+
+A row never carries a stronger label than its weakest code-touching step: a claim whose
+only contact with the code is a finite check is ``checked``, not ``proven``.  A step
+that cannot be discharged raises :class:`ProofFailure`, and the claim is reported
+``FAILED``: an unproven claim is a failed claim (OpenDP's rule).
 
 Proofs read the mechanism classes' own declarations
 (:meth:`dpref.mechanisms.Mechanism.budget_terms`, ``row_terms``, ``Binary.levels``,
 ``Binary.level_node``) evaluated with :data:`SYMBOLIC`, the sympy twin of
-:data:`dpref.mechanisms.base.EXACT`.
+:data:`dpref.mechanisms.base.EXACT`, or with :class:`proofs.smt.Z3Ops`, its SMT twin.
 """
 
 from __future__ import annotations
@@ -30,25 +39,55 @@ import sympy as sp
 from dpref.mechanisms import MECHANISMS
 
 __all__ = [
+    "CHECKED",
     "FAILED",
+    "KINDS",
+    "LEMMA",
+    "NOTE",
     "PROVEN",
+    "PROVEN_CODE",
     "SYMBOLIC",
     "ClaimResult",
     "Outcome",
     "ProofFailure",
     "SymbolicOps",
+    "about_code",
     "check_identity",
     "check_sign",
     "checked",
+    "kind_counts",
+    "kind_of",
     "label",
-    "proven",
+    "lemma",
+    "note",
     "run_claim",
 ]
 
-PROVEN = "proven"
-"""Status of a claim every step of which sympy discharged."""
+PROVEN_CODE = "proven about the code"
+"""Status of a claim every step of which was discharged, and which evaluated the
+functions the release uses (:attr:`Outcome.evaluates`) for every parameter in range."""
+PROVEN = PROVEN_CODE
+"""The strongest status (an alias of :data:`PROVEN_CODE`)."""
+LEMMA = "proven lemma"
+"""Status of a claim every step of which was discharged but that evaluates no class code."""
+CHECKED = "checked"
+"""Kind of a ``checked for T ≤ N`` status (an exhaustive finite check)."""
+NOTE = "note"
+"""Status of a row that cites a result rather than claiming one."""
 FAILED = "FAILED"
 """Status of a claim that failed or could not be proven."""
+KINDS = (PROVEN_CODE, LEMMA, CHECKED, NOTE)
+"""The passing kinds, strongest first (a status is one of them or :data:`FAILED`)."""
+
+
+def kind_of(status: str) -> str:
+    """The kind of a status: one of :data:`KINDS`, or :data:`FAILED`."""
+    if status.startswith("checked for "):
+        return CHECKED
+    if status in (PROVEN_CODE, LEMMA, NOTE):
+        return status
+    return FAILED
+
 
 # The symbols every proof uses (assumptions are part of the theorem statements).
 T = sp.Symbol("T", integer=True, positive=True)
@@ -115,18 +154,49 @@ class Outcome:
     """What a claim function returns."""
 
     status: str
-    """``proven`` or ``checked for T ≤ N``."""
+    """One of the labels (:data:`PROVEN_CODE`, :data:`LEMMA`, ``checked for T ≤ N``,
+    :data:`NOTE`)."""
     statement: str
     """The claim, as a formula."""
     detail: str = ""
     """The proof's steps and lemmas, or what was checked."""
     value: str = ""
     """The proven quantity (e.g. the budget ``ε``), when there is one."""
+    evaluates: tuple[str, ...] = ()
+    """For :data:`PROVEN_CODE`: the dpref functions the proof evaluated (qualified names)."""
 
 
-def proven(statement: str, detail: str = "", value: str = "") -> Outcome:
-    """An outcome every step of which sympy discharged."""
-    return Outcome(PROVEN, statement, detail, value)
+def _code_name(fn: Any) -> str:
+    """``module:qualname`` of a dpref function or method (the code a proof evaluated)."""
+    target = getattr(fn, "__func__", fn)
+    module = getattr(target, "__module__", None) or ""
+    qualname = getattr(target, "__qualname__", None)
+    if not callable(target) or qualname is None or not module.startswith("dpref."):
+        raise ProofFailure(
+            f"evaluates: {target!r} is not a function of the dpref package; a claim is "
+            "about the code only if it evaluated the code"
+        )
+    return f"{module}:{qualname}"
+
+
+def about_code(statement: str, *, evaluates: Any, detail: str = "", value: str = "") -> Outcome:
+    """An outcome every step of which was discharged, for every parameter in range, by a
+    proof that evaluated the release's own functions ``evaluates`` (function objects of
+    the ``dpref`` package — bound or unbound methods, module functions; not names)."""
+    names = tuple(dict.fromkeys(_code_name(fn) for fn in evaluates))
+    if not names:
+        raise ProofFailure("about_code: a claim about the code must name the code it evaluated")
+    return Outcome(PROVEN_CODE, statement, detail, value, names)
+
+
+def lemma(statement: str, detail: str = "", value: str = "") -> Outcome:
+    """An outcome every step of which was discharged, about no class code (the maths)."""
+    return Outcome(LEMMA, statement, detail, value)
+
+
+def note(statement: str, detail: str = "") -> Outcome:
+    """A citation, not a claim (e.g. closure under post-processing): nothing was checked."""
+    return Outcome(NOTE, statement, detail)
 
 
 def checked(variable: str, limit: int, statement: str, detail: str = "") -> Outcome:
@@ -143,7 +213,7 @@ class ClaimResult:
     claim: str
     """Which claim (``membership``, ``budget``, ``variance``, …)."""
     status: str
-    """``proven``, ``checked for T ≤ N`` or ``FAILED``."""
+    """A label of :data:`KINDS` (``checked for T ≤ N`` in full) or ``FAILED``."""
     seconds: float
     """Wall time of the claim."""
     statement: str = ""
@@ -152,11 +222,18 @@ class ClaimResult:
     """Proof steps, or why it failed."""
     value: str = ""
     """The proven quantity, when there is one."""
+    evaluates: tuple[str, ...] = ()
+    """For a claim proven about the code: the dpref functions its proof evaluated."""
 
     @property
     def passed(self) -> bool:
-        """Whether the claim was proven or passed its exhaustive check."""
+        """Whether the claim holds (proven, checked, or a note)."""
         return self.status != FAILED
+
+    @property
+    def kind(self) -> str:
+        """The label's kind: one of :data:`KINDS`, or :data:`FAILED`."""
+        return kind_of(self.status)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
@@ -168,7 +245,17 @@ class ClaimResult:
             "statement": self.statement,
             "detail": self.detail,
             "value": self.value,
+            "kind": self.kind,
+            "evaluates": list(self.evaluates),
         }
+
+
+def kind_counts(rows: Any) -> dict[str, int]:
+    """How many rows of each kind (:data:`KINDS`, then :data:`FAILED`), zeros included."""
+    counts = dict.fromkeys((*KINDS, FAILED), 0)
+    for row in rows:
+        counts[row.kind] += 1
+    return counts
 
 
 def run_claim(mechanism: str, claim: str, fn: Callable[[], Outcome]) -> ClaimResult:
@@ -194,6 +281,7 @@ def run_claim(mechanism: str, claim: str, fn: Callable[[], Outcome]) -> ClaimRes
         out.statement,
         out.detail,
         out.value,
+        out.evaluates,
     )
 
 

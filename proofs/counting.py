@@ -87,8 +87,8 @@ from proofs.core import (
     j,
     k,
     label,
+    lemma,
     popcount,
-    proven,
     q,
     run_claim,
     t,
@@ -198,7 +198,7 @@ def _membership(m: Mechanism, spec: _Spec) -> Outcome:
     for kind, count in derived.items():
         check_identity(declared[kind].membership, count, f"declared membership of {kind!r}")
     statement = " + ".join(f"{kind}: {sp.simplify(c)}" for kind, c in derived.items())
-    return proven(f"worst item lies in {statement} nodes = declared", "; ".join(steps))
+    return lemma(f"worst item lies in {statement} nodes = declared", "; ".join(steps))
 
 
 def _budget(m: Mechanism, spec: _Spec) -> Outcome:
@@ -213,7 +213,7 @@ def _budget(m: Mechanism, spec: _Spec) -> Outcome:
     detail = " + ".join(f"{kind}: {sp.simplify(v)}" for kind, v in parts.items())
     if spec.extra_budget is not None:
         detail += "; " + spec.extra_budget(m, declared)
-    return proven(f"Σ_n Δ/b_n = {total}", detail, value=str(total))
+    return lemma(f"Σ_n Δ/b_n = {total}", detail, value=str(total))
 
 
 def _hybrid_instance_budget(m: Mechanism, declared: dict[str, BudgetTerm]) -> str:
@@ -230,7 +230,7 @@ def _variance(m: Mechanism, spec: _Spec) -> Outcome:
     rows = m.row_terms(t, SYMBOLIC, **spec.symbols)  # type: ignore[attr-defined]
     var = sum((2 * r.count * r.coefficient**2 * r.scale**2 for r in rows), sp.Integer(0))
     check_identity(var, spec.variance, "2 Σ_n r_{t,n}² b_n²")
-    return proven(f"Var(out_t) = {spec.variance}", "2Σ r²b² over the declared row_terms")
+    return lemma(f"Var(out_t) = {spec.variance}", "2Σ r²b² over the declared row_terms")
 
 
 def pitfall_factor(horizon: int) -> Any:
@@ -256,7 +256,7 @@ def _pitfall(m: Mechanism, spec: _Spec) -> Outcome:
         factor = sp.simplify(total.subs(T, v) / eps)
         shown.append(f"T={v}: {L.subs(T, v)}ε/log₂{v} ≈ {float(factor):.4f}ε")
     at5 = float(sp.simplify(total.subs(T, 5) / eps))
-    return proven(
+    return lemma(
         "ε(⌊log₂T⌋+1)/log₂T > ε for all T ≥ 2",
         "; ".join(shown) + "; at T=2^m, ⌈log₂T⌉ = m levels but item 1 is in m+1 (⌊x⌋ > x−1)",
         value=f"{at5:.4f}ε at T=5",

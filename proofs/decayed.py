@@ -132,7 +132,7 @@ from proofs.core import (
     checked,
     eps,
     label,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -223,7 +223,7 @@ def _window_budget(cls: type[Any]) -> Outcome:
         raise ProofFailure("L must be ⌊log₂W⌋ + 1 (W = 5: 3, W = 8: 4)")
     total = mech.declared_budget(DECAYED, levels=L, epsilon=eps, sensitivity=Delta)
     check_identity(total, eps, "L · Δ/(LΔ/ε)")
-    return proven(
+    return lemma(
         "Σ_{n∋i} Δ/b_n = L·Δ/(LΔ/ε) = ε",
         "one node per level, L = ⌊log₂W⌋ + 1 levels (sizes 1 … 2^K, all a cover can use)",
     )
@@ -247,7 +247,7 @@ def _cover_lemma() -> Outcome:
     i_ = sp.Symbol("i", integer=True)
     bound = 1 + sp.summation(2, (i_, 1, K - 1)) + 1
     check_identity(bound, 2 * K, "1 + Σ_{i=1}^{K−1} 2 + 1")
-    return proven(
+    return lemma(
         "|cover| ≤ max(1, 2K) for every window of W items, K = ⌊log₂W⌋",
         "h ≤ K: ≤ 2h nodes; h > K: popcount(ℓ_s) + popcount(ℓ_p) = Σ_{i<K}(W_i + c_{i+1}) + W_K"
         " (telescoping, checked for K ≤ 12), full adder W_i + c_{i+1} ≤ 2 with = 2 only after a"
@@ -328,7 +328,7 @@ def _zeta_budget(cls: type[Any]) -> Outcome:
     rest_h = rest.subs(sp.zeta(1 + eta), s4 + h)
     check_identity(rest_h, eps * h / (s4 + h), "rest = ε·Σ_{k>4} k^{−δ}/ζ(δ)")
     check_sign(rest_h, "positive", "the levels above L keep a positive budget")
-    return proven(
+    return lemma(
         "Σ_{k≥1} ε/(ζ(δ)k^δ) = ε for every δ > 1",
         "δ = 1 + η, η > 0: Σ k^{−δ} = ζ(δ) (sympy); one node per level per item (partition)",
         value="ε",
@@ -396,7 +396,7 @@ def _exp_sensitivity(cls: type[Any]) -> Outcome:
     budget = sum(t_.membership * Delta / t_.scale for t_ in terms[:6]).subs(S, s6 + tau)
     check_sign(eps - budget, "positive", "S_L/S < 1 when S = S_L + (positive tail)")
     check_identity(budget.subs(tau, 0), eps, "the sum reaches ε in the limit")
-    return proven(
+    return lemma(
         "Σ_{k≤L} α^{2^{k−1}−1}·Δ/(SΔ/ε) ≤ ε, → ε",
         "Assertion 2: weight of item i's k-th left ancestor ≤ α^{2^{k−1}−1}, item 1 tight",
     )
@@ -421,7 +421,7 @@ def _exp_tail(cls: type[Any]) -> Outcome:
     s99 = float(exponential_sensitivity_bounds(Fraction(99, 100))[1])
     if not (abs(s9 - 3.353) < 5e-4 and abs(s99 - 6.378) < 5e-4):
         raise ProofFailure(f"S(0.9)={s9}, S(0.99)={s99} disagree with docs/spec.md §2.3")
-    return proven(
+    return lemma(
         "Σ_{k>K} α^{2^{k−1}−1} ≤ α^{2^K−1}/(1 − α^{2^K})",
         "gap = 2^K(2^m − 1 − m) ≥ 0 (Bernoulli 2^m ≥ 1+m); geometric series; " + "; ".join(rows),
     )
@@ -443,7 +443,7 @@ def _theorem5(cls: type[Any]) -> Outcome:
         if up > bound:
             raise ProofFailure(f"α={a}: S = {up} > log₂(1/(1−α)) + 2 = {bound}")
         worst = max(worst, up - bound)
-    return proven(
+    return lemma(
         "S(α) ≤ log₂(1/(1−α)) + 2 for α ∈ (2/3, 1)",
         "k* − 1 ≤ log₂(1/(1−α)) + 1 terms ≤ 1; ln α ≤ α − 1; Bernoulli; (3/2)/(e−1) < 1; "
         f"numeric margin on a grid: max(S − bound) = {worst:.3f}",
@@ -529,7 +529,7 @@ def _poly_series(cls: type[Any]) -> Outcome:
         if not pm.series_partial(1 << 16) <= pm.series_upper <= closed:
             raise ProofFailure(f"c={c} β={beta}: partial ≤ S_up ≤ closed bound fails")
         rows.append(f"c={c}, β={beta}: S ≤ {float(pm.series_upper):.4f} ≤ {float(closed):.2f}")
-    return proven(
+    return lemma(
         "uniform: S = Σ ρ^j L_j ≤ Σ_{j≥0} ρ^j(κj+1) = κρ/(1−ρ)² + 1/(1−ρ) < ∞ for every c > 1",
         "W_j ≤ ρ^{−j/c} ⇒ L_j = ⌊log₂W_j⌋ + 1 ≤ κj + 1; declarations add up to ε; "
         + "; ".join(rows),
@@ -568,7 +568,7 @@ def _poly_decaying_series(cls: type[Any]) -> Outcome:
             f"c={c}, β={beta}: P ≤ {float(pm.series_upper):.4f} ≤ {float(closed):.2f},"
             f" privacy sum at T=2^16: {float(at):.6f}ε"
         )
-    return proven(
+    return lemma(
         "decaying: Σ_j ρ^j L_j/(λq_j) ≤ (1/λ)Σ σ^j(κj+1) and Σ_j 2λ_j² max(1,2K_j)"
         " ≤ 2λ²(1+2^{−51})² Σ σ^j(2κj+1): both converge (σ = (1−β)^{2/3} < 1)",
         "q_j ≥ ρ^{j/3} (q_j³ ≥ ρ^j exactly for the first 64 instances); " + "; ".join(rows),
@@ -585,7 +585,7 @@ def _lagrange() -> Outcome:
     ratio = sp.simplify(crit[0] / crit[0].subs(jj, 0))
     check_identity(ratio**3, rho**jj, "λ_j³/λ_0³ = ρ^j")
     check_sign(sp.diff(lagr, lam_j, 2), "positive", "convex in λ_j > 0")
-    return proven(
+    return lemma(
         "λ_j ∝ (1−β)^{j/3} minimises Σ_j 2L_jλ_j² for a fixed Σ_j (1−β)^j L_j Δ/λ_j",
         f"∂/∂λ_j = 0 ⇒ λ_j = {crit[0]}; λ_j³/λ_0³ = ρ^j; second derivative > 0",
     )
@@ -613,7 +613,7 @@ def _lower_bound_claim() -> Outcome:
     lb = lower_bound(WindowSum(window=100, epsilon=1), 1, 1000)
     if lb.D != math.ceil(math.log(2000)) - 1 or lb.value != Fraction(min(lb.D, 100), 2):
         raise ProofFailure(f"window lower bound {lb}")
-    return proven(
+    return lemma(
         "C ≥ ½ Σ_{i<D} g(i), D the largest integer < ln(2q)/ε",
         f"q e^{{−εD}}·2/3 ≤ 1/3 ⟺ e^{{εD}} ≥ 2q; e.g. W=100, ε=1, q=1000: D={lb.D}, C ≥ {lb.value}",
     )

@@ -61,7 +61,7 @@ from proofs.core import (
     checked,
     eps,
     label,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -80,7 +80,7 @@ def _digits() -> Outcome:
     bound = (_u - 1) / 2 + (_k * _u - 1) / 2
     check_identity(bound, _u * (_k + 1) / 2 - 1, "|t − r_j| + |t − r_{j+1}| bound")
     check_sign(_u * (_k + 1) / 2 - bound, "positive", "the bound is below u(k+1)/2")
-    return proven(
+    return lemma(
         "|r_j − r_{j+1}| ≤ u(k−1)/2",
         "nearest multiples of odd u and ku; a multiple of u below u(k+1)/2 is ≤ u(k−1)/2",
     )
@@ -89,7 +89,7 @@ def _digits() -> Outcome:
 def _levels() -> Outcome:
     u = 2 * T - 1 - _w  # any u ≤ 2T − 1
     check_sign(T - (u + 1) / 2, "nonnegative", "item 1's block [1, u] is used by t = (u+1)/2 ≤ T")
-    return proven(
+    return lemma(
         "u = k^j ≤ 2T − 1 ⇒ (u+1)/2 ≤ T",
         "so item 1 lies in a released node at each of the L levels; r_{H+1}(t) = 0 for t ≤ T",
     )
@@ -101,7 +101,7 @@ def _budget(m: Elders) -> Outcome:
     check_identity(total, eps, "L · Δ/(LΔ/ε)")
     if len(terms) != 1 or terms[0].membership != _L:
         raise ProofFailure(f"declared membership {terms}: expected L nodes of one kind")
-    return proven("Σ_{n ∋ 1} Δ/b_n = L·Δ/(LΔ/ε) = ε", "one node per level, L levels", "ε")
+    return lemma("Σ_{n ∋ 1} Δ/b_n = L·Δ/(LΔ/ε) = ε", "one node per level, L levels", "ε")
 
 
 def _check(k: int, horizon: int) -> str | None:

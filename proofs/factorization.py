@@ -87,7 +87,7 @@ from proofs.core import (
     checked,
     eps,
     label,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -121,7 +121,7 @@ def _square_root() -> Outcome:
     a_next = _c * (2 * kk + 1) / (2 * kk + 2)
     check_identity(2 * (kk + 1) * a_next - 2 * kk * _c - _c, 0, "coefficient recurrence")
     check_identity(f * f, 1 / (1 - _x), "((1−x)^{−1/2})²")
-    return proven(
+    return lemma(
         "c(x)² = 1/(1−x) for c_k = binom(2k,k)/4^k, so C·C = Q for every T",
         "(1−x)^{−1/2} solves 2(1−x)f' = f with f(0) = 1, whose power-series coefficients obey "
         "a_{k+1} = a_k(2k+1)/(2k+2): the ratio of binom(2k,k)/4^k; uniqueness of coefficients",
@@ -138,7 +138,7 @@ def _columns() -> Outcome:
             sums = plan.column_sums(squares)
             if max(sums) != sums[0]:
                 raise ProofFailure(f"T={T}: a column beats column 1 ({'L2' if squares else 'L1'})")
-    return proven(
+    return lemma(
         "max_i Σ_n |C_ni|^p = Σ_{k<T} |c_k|^p (p = 1, 2) for lower-triangular Toeplitz C",
         "column i is a prefix of column 1; the rest of column 1 is a sum of non-negative terms "
         f"(also checked exactly on every column for T ≤ {SMALL})",
@@ -151,7 +151,7 @@ def _budget(m: Any) -> Outcome:
     sigma2 = _S2 * Delta**2 / (2 * _rho)
     check_identity(_S2 * Delta**2 / sigma2, 2 * _rho, "L2 sum S₂Δ²/σ²")
     check_identity((sp.sqrt(_S2) * Delta) ** 2 / (2 * sigma2), _rho, "zCDP of the Gaussian")
-    return proven(
+    return lemma(
         "b = S₁Δ/ε ⇒ L1 sum = ε; σ² = S₂Δ²/(2ρ) ⇒ L2 sum = 2ρ (ρ-zCDP)",
         "Laplace mechanism; Gaussian mechanism is s²/(2σ²)-zCDP (Bun–Steinke 2016)",
         "ε / 2ρ",
@@ -166,7 +166,7 @@ def _sqrt_bounds() -> Outcome:
     diff = sp.expand((2 * kk + 1) ** 2 * (4 * kk + 5) - (2 * kk + 2) ** 2 * (4 * kk + 1))
     check_identity(diff, 1, "(2k+1)²(4k+5) − (2k+2)²(4k+1)")
     check_sign(diff, "positive", "a_{k+1} > a_k")
-    return proven(
+    return lemma(
         "S₁(T) = (2T−1)c_{T−1};  c_k² < 1/(π(k+1/4))",
         "induction; c_k²(k+1/4) strictly increases to 1/π (Wallis)",
     )
@@ -186,7 +186,7 @@ def _blt_validity() -> Outcome:
         c_x = 1 + sum(w * _x / (1 - t * _x) for t, w in zip(thetas, omegas, strict=True))
         check_identity(p_x, d_x * c_x, f"P = D·c with {d} buffers")
         check_identity((d_x / ((1 - _x) * p_x)) * (p_x / d_x), 1 / (1 - _x), "b(x)c(x) = 1/(1−x)")
-    return proven(
+    return lemma(
         "0<θ_i<1, ω_i>0, Σω_i≤1 ⇒ c positive non-increasing; c = P/D; b(x)c(x) = 1/(1−x)",
         "c_k − c_{k+1} = Σ ω_i θ_i^{k−1}(1−θ_i) > 0; P = D·c checked symbolically for 1–3 buffers",
     )

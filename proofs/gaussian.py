@@ -64,7 +64,7 @@ from proofs.core import (
     ProofFailure,
     check_identity,
     checked,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -103,7 +103,7 @@ def _loss() -> Outcome:
     loss = _mu1 * z1 + _mu2 * z2 + (_mu1**2 + _mu2**2) / 2
     check_identity(E(loss), (_mu1**2 + _mu2**2) / 2, "E_P[L]")
     check_identity(variance(loss), _mu1**2 + _mu2**2, "Var_P[L]")
-    return proven(
+    return lemma(
         "L ~ N(M/2, M), M = Σ_n v_n²/σ_n² ≤ 2ρ: exactly √M-GDP",
         "log-ratio of normal densities is linear in y; mean and variance by sympy.stats "
         "(two coordinates; n by the same sum of independent normals)",
@@ -119,7 +119,7 @@ def _renyi() -> Outcome:
     check_identity(mgf, sp.exp(_alpha * (_alpha - 1) * _mu**2 / 2), "E_P[e^{(α−1)L}]")
     divergence = sp.expand_log(sp.log(sp.exp(_alpha * (_alpha - 1) * _mu**2 / 2)), force=True)
     check_identity(divergence / (_alpha - 1), _alpha * _mu**2 / 2, "D_α")
-    return proven(
+    return lemma(
         "D_α(N(0,σ²) ‖ N(s,σ²)) = α s²/(2σ²): ρ = s²/(2σ²)",
         "normal moment generating function (sympy.stats), μ = s/σ",
         "ρ = s²/(2σ²)",
@@ -137,7 +137,7 @@ def _composition() -> Outcome:
     ]
     want = sp.exp(_alpha * (_alpha - 1) * (_mu1**2 + _mu2**2) / 2)
     check_identity(factors[0] * factors[1], want, "E_P[e^{(α−1)L_1}]·E_P[e^{(α−1)L_2}]")
-    return proven(
+    return lemma(
         "ρ-zCDP composes additively: D_α = α(μ_1² + μ_2²)/2; a plan with L2 sum ≤ 2ρ is ρ-zCDP",
         "independent releases: the moment generating function of the summed loss factorises "
         "into the per-node ones (sympy.stats for each; n nodes by induction)",
@@ -152,7 +152,7 @@ def _delta_curve() -> Outcome:
     under_q = P(_mu * z - _mu**2 / 2 > _eps)
     check_identity(under_p, _phi(-_eps / _mu + _mu / 2), "P_P[L > ε]")
     check_identity(under_q, _phi(-_eps / _mu - _mu / 2), "P_Q[L > ε]")
-    return proven(
+    return lemma(
         "δ(ε) = P_P[L > ε] − e^ε P_Q[L > ε] = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)",
         "Neyman–Pearson: the worst event is {L > ε}; L ~ N(±μ²/2, μ²) under P, Q (sympy.stats)",
     )

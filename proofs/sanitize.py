@@ -89,7 +89,7 @@ from proofs.core import (
     check_sign,
     checked,
     eps,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -120,7 +120,7 @@ def _tree_symbolic() -> Outcome:
         levels = binary.levels(D, SYMBOLIC)
         check_identity(per_unit, levels / (levels * delta / eps), "per-unit column sum")
         check_identity(moved * per_unit, eps, f"loss of a change of L1 norm {moved}")
-    return proven(
+    return lemma(
         "Binary over D points: replace (Δ=2) loss 2·L·ε/(2L) = ε; add/remove (Δ=1) L·ε/L = ε",
         "triangle inequality Σ_n|Σ_i a_ni v_i|/b_n ≤ Σ_i|v_i|Σ_n|a_ni|/b_n; budget_terms of "
         "Binary with Δ = 2 and Δ = 1, simplified by sympy",
@@ -224,7 +224,7 @@ def _amplification() -> Outcome:
     # decide it, so the positive symbol G stands for it in this sign step
     check_sign(p_s / (1 + p_s) * G, "nonnegative", "(1−p)(e^ε−1) ≥ 0")
     check_identity(a.subs(p_s, 0) / b.subs(p_s, 0), sp.exp(2 * eps), "p = 1 gives e^{2ε}")
-    return proven(
+    return lemma(
         "add/remove: ln(1+p(e^ε₀−1)) ≤ ε₀; replace: ln((1−p+pe^ε₀)/(1−p+pe^−ε₀)) "
         "≤ 2ln(1+p(e^ε₀−1)), = 2ε₀ at p = 1",
         "mixture bounds from pointwise densities; (1−p+pe^ε)(1−p+pe^−ε) − 1 = "
@@ -280,7 +280,7 @@ def _threshold_proof(cls: type[Any], limit: int) -> list[ClaimResult]:
         run_claim(
             name,
             "post-processing",
-            lambda: proven(
+            lambda: lemma(
                 "CDF projection, synthetic data and sketches read only the noisy release",
                 "closure under post-processing (Dwork, Roth 2014, Prop. 2.1)",
             ),

@@ -70,7 +70,7 @@ from proofs.core import (
     checked,
     eps,
     label,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -91,7 +91,7 @@ def _counting() -> Outcome:
     check_identity(
         sp.combsimp(sp.expand_func(split)), 0, "Pascal: binom(k+1,o) = 0-branch + 1-branch"
     )
-    return proven(
+    return lemma(
         "leaves below a node with a 0 at bit k and o ones left: binom(k, o)",
         "Pascal's rule splits the leaves below a node by its next bit; rank(ℓ) = Σ_{k set} "
         "binom(k, o_k)",
@@ -104,7 +104,7 @@ def _boundaries() -> Outcome:
     check_sign(1 - (_h - 1) / _h, "positive", "(h−1)/h < 1")
     half = sp.combsimp(sp.binomial(2 * _h - 1, _h) / sp.binomial(2 * _h, _h))
     check_identity(half, sp.Rational(1, 2), "binom(d−1, h) = binom(d, h)/2")
-    return proven(
+    return lemma(
         "c(T) = h if T ≥ binom(d, h)/2, else h − 1 (d minimal)",
         "binom(d−2, h−2) < binom(d−2, h−1) ≤ T; binom(d−1, h) = binom(d, h)/2",
     )
@@ -119,7 +119,7 @@ def _budget(m: SmoothBinary) -> Outcome:
     check_identity(_h * Delta**2 / sigma2, 2 * _rho, "h · Δ²/σ²")
     check_identity(_h * sigma2, (2 * _h) ** 2 * Delta**2 / (8 * _rho), "Var = h·σ² = d²Δ²/(8ρ)")
     check_identity((_h * sigma2).subs({_h: 12, Delta: 1, _rho: sp.Rational(1, 2)}), 144, "T = 2^20")
-    return proven(
+    return lemma(
         "Σ_{n ∋ i} Δ/b_n ≤ c·Δ/(hΔ/ε) = cε/h (= ε when c = h); Gaussian: h·Δ²/σ² = 2ρ, "
         "Var = d²Δ²/(8ρ)",
         "item i lies only in the nodes of its own zero bits; Laplace mechanism + basic "

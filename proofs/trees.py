@@ -77,7 +77,7 @@ from proofs.core import (
     checked,
     eps,
     label,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -108,7 +108,7 @@ def _membership(cls: type[Any]) -> Outcome:
         for k_ in (2, 3, 8, 16):
             if tree_levels(T_, k_) != int(sp.floor(sp.log(T_, k_))) + 1:
                 raise ProofFailure(f"tree_levels({T_}, {k_}) ≠ ⌊log_k T⌋ + 1")
-    return proven(
+    return lemma(
         "worst item lies in L = ⌊log_k T⌋ + 1 nodes (one per level)",
         "aligned intervals of one level partition the items; item 1's level-j node "
         "[1, k^j] is released iff k^j ≤ T ⟺ j ≤ ⌊log_k T⌋; tree_levels agrees at sample T, k",
@@ -126,7 +126,7 @@ def _budget(cls: type[Any]) -> Outcome:
             raise ProofFailure(f"{mb!r}: the level budgets do not sum to ε")
         if mb.declared_budget() != mb.declared_epsilon:
             raise ProofFailure(f"{mb!r}: declared budget ≠ ε")
-    return proven(
+    return lemma(
         "Σ_n Δ/b_n = ε (uniform: L·Δ/(LΔ/ε); level budgets: Σ_h ε_h = ε)",
         "basic composition; level-budget sums checked exactly at T = 100",
         value="ε",
@@ -151,7 +151,7 @@ def _weights(cls: type[Any]) -> Outcome:
         want = tuple(Honaker.uniform_weight(x) for x in range(len(got)))
         if got[1:] != want[1:] or got[0] != 1:
             raise ProofFailure(f"Honaker weights {got} ≠ 2^h/(2^(h+1)−1)")
-    return proven(
+    return lemma(
         "w_h = kV_{h−1}/(σ_h² + kV_{h−1}) minimises the variance; Honaker: w_h = 2^h/(2^{h+1}−1)",
         "first-order condition and convexity; c_h = 2^h/(2^{h+1}−1) solves the recursion; "
         "the class's exact weights equal it at T = 4096",
@@ -166,7 +166,7 @@ def _unbiased(cls: type[Any]) -> Outcome:
             check = m.plan(T_).check_unbiased()
             if not check.passed:
                 raise ProofFailure(f"{m!r}: {check.detail}")
-    return proven(
+    return lemma(
         "every combined estimate puts weight 1 on each item of its node; R·A = Q",
         "induction w_h + (1 − w_h)·1 = 1; the exact plans satisfy R·A = Q for T ≤ 64 "
         "(optimised level budgets at T = 17 and 64)",

@@ -67,7 +67,7 @@ from proofs.core import (
     checked,
     k,
     label,
-    proven,
+    lemma,
     run_claim,
 )
 
@@ -97,7 +97,7 @@ def _node_rule() -> Outcome:
     u = 1 / (1 + v)  # γ^d ∈ (0, 1] for 0 < γ ≤ 1 and d ≥ 0
     check_identity(u - u**2, v / (1 + v) ** 2, "u − u² = v/(1+v)² for u = 1/(1+v)")
     check_sign(v / (1 + v) ** 2, "nonnegative", "γ^d − γ^{2d} ≥ 0 for 0 < γ ≤ 1")
-    return proven(
+    return lemma(
         "(w γ^d Δ)²/σ² = 2ρ·(|w|Δ/b)·γ^{2d} ≤ 2ρ·(|w|Δ/b)·γ^d, σ² = |w|Δb/(2ρ)",
         "substitution (γ = 1/(1+s), s ≥ 0); γ^d = 1/(1+v) with v ≥ 0 (a power of γ ≤ 1 is "
         "≤ 1), so γ^d − γ^{2d} = v/(1+v)² ≥ 0",
@@ -153,9 +153,9 @@ def _gaussian_budget(m: Mechanism) -> Outcome:
         detail = f"declared L1 budget at ε = 1 is 1; {how}"
         if not exact:
             detail += "; γ < 1: the true L2 weights γ^{2d} ≤ γ^d (node rule)"
-        return proven(f"L2 sum {relation} 2ρ", detail, value="2ρ")
+        return lemma(f"L2 sum {relation} 2ρ", detail, value="2ρ")
     check_sign(1 - l1, "nonnegative", "declared L1 budget at ε = 1 is ≤ 1")
-    return proven("L2 sum ≤ 2ρ", f"declared L1 budget at ε = 1 is {l1} ≤ 1; {how}")
+    return lemma("L2 sum ≤ 2ρ", f"declared L1 budget at ε = 1 is {l1} ≤ 1; {how}")
 
 
 def zcdp_instances(cls: type[Any]) -> list[tuple[Example, Callable[[int], Mechanism]]]:
