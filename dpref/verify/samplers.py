@@ -40,6 +40,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -258,20 +259,16 @@ def _check_laplace(scale: Fraction, zmax: int) -> str:
     return ""
 
 
+def _accept(sigma2: Fraction, t: int, y: int, script: _Script) -> bool:
+    """Algorithm 3's acceptance test of proposal y, on the symbolic coin."""
+    return noise._discrete_gaussian_accept(script, sigma2, t, y, script.coin)  # type: ignore[arg-type]
+
+
 def _check_gaussian(sigma2: Fraction, ymax: int) -> str:
     t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1
     accepted: dict[int, ExpSum] = {}
     for y in range(-ymax, ymax + 1):
-        law, truncated = enumerate_paths(
-            lambda sc, y=y: noise._discrete_gaussian_accept(  # type: ignore[misc]
-                sc,  # type: ignore[arg-type]
-                sigma2,
-                t,
-                y,
-                sc.coin,
-            ),
-            1,
-        )
+        law, truncated = enumerate_paths(functools.partial(_accept, sigma2, t, y), 1)
         if truncated.terms or set(law) - {True, False}:
             return f"σ²={sigma2}: the acceptance test of y={y} is not one coin"
         accepted[y] = ExpSum.exp_neg(Fraction(abs(y), t)) * law.get(True, ExpSum())
@@ -349,14 +346,20 @@ def sampler_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Exact laws of the samplers (module doc); the same rows for every ``opts``."""
     rows = []
     cases: list[tuple[str, list[Callable[[], str]]]] = [
-        ("bernoulli_exp", [lambda g=g, d=d: _check_bernoulli(g, d) for g, d in GAMMAS]),
-        ("discrete_laplace", [lambda b=b: _check_laplace(b, LAPLACE_Z) for b in LAPLACE_SCALES]),
-        ("discrete_gaussian", [lambda s=s: _check_gaussian(s, GAUSS_Y) for s in GAUSS_SIGMA2]),
+        ("bernoulli_exp", [functools.partial(_check_bernoulli, g, d) for g, d in GAMMAS]),
+        (
+            "discrete_laplace",
+            [functools.partial(_check_laplace, b, LAPLACE_Z) for b in LAPLACE_SCALES],
+        ),
+        (
+            "discrete_gaussian",
+            [functools.partial(_check_gaussian, s2, GAUSS_Y) for s2 in GAUSS_SIGMA2],
+        ),
         (
             "continuous",
             [
-                lambda: _check_continuous(noise.standard_laplace, _laplace_quantile),
-                lambda: _check_continuous(noise.standard_normal, _normal_quantile),
+                functools.partial(_check_continuous, noise.standard_laplace, _laplace_quantile),
+                functools.partial(_check_continuous, noise.standard_normal, _normal_quantile),
             ],
         ),
     ]
