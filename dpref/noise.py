@@ -78,20 +78,22 @@ BernoulliExp: TypeAlias = "Callable[[Any, Fraction], bool]"
 """A source of ``Bernoulli(exp(−γ))`` coins (:func:`bernoulli_exp_neg`, or the symbolic
 oracle with which :mod:`dpref.verify.samplers` computes a sampler's exact law)."""
 
-_OBSERVERS: list[Callable[[NoiseKind, Fraction, int], None]] = []
+DrawObserver: TypeAlias = "Callable[[NoiseKind, Fraction, npt.NDArray[np.float64]], None]"
+"""Called with a noise kind, its exact parameter and the values just drawn."""
+_OBSERVERS: list[DrawObserver] = []
 
 
 @contextmanager
 def observe_discrete_draws(
-    observer: Callable[[NoiseKind, Fraction, int], None],
+    observer: DrawObserver,
 ) -> Iterator[None]:
-    """Within the block, call ``observer(kind, parameter, size)`` at each call of
+    """Within the block, call ``observer(kind, parameter, values)`` at each call of
     :func:`discrete_laplace` (``"discrete"``, the scale) and :func:`discrete_gaussian`
-    (``"discrete_gaussian"``, σ²), after its checks and before its draws.
+    (``"discrete_gaussian"``, σ²), with the values it drew (a copy), before it returns.
 
-    ``dpref verify`` uses it to see the exact parameter of every discrete node draw and
-    to count the draws per node (a fresh draw per node, per run); the draws themselves are
-    unchanged.
+    ``dpref verify`` uses it to see the exact parameter of every discrete node draw, to
+    count the draws per node and to follow each draw to its node (a fresh draw per node,
+    per run); the draws themselves are unchanged.
     """
     _OBSERVERS.append(observer)
     try:
@@ -212,11 +214,11 @@ def discrete_laplace(
     if not isinstance(scale, Fraction) or scale <= 0:
         raise ParameterError(f"scale={fmt(scale)}: must be a positive Fraction")
     s, t = scale.denominator, scale.numerator  # scale = t/s
-    for observe in _OBSERVERS:
-        observe("discrete", scale, size)
     out = np.empty(size, dtype=np.float64)
     for i in range(size):
         out[i] = _discrete_laplace_one(rng, s, t)
+    for observe in _OBSERVERS:
+        observe("discrete", scale, out.copy())
     return out
 
 
@@ -287,11 +289,11 @@ def discrete_gaussian(
         raise ParameterError(f"sigma2={fmt(sigma2)}: must be a positive Fraction")
     n = _check_size(size)
     t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1
-    for observe in _OBSERVERS:
-        observe("discrete_gaussian", sigma2, n)
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
         out[i] = _discrete_gaussian_one(rng, sigma2, t)
+    for observe in _OBSERVERS:
+        observe("discrete_gaussian", sigma2, out.copy())
     return out
 
 

@@ -88,3 +88,19 @@ def test_expsum_is_exact_and_enumeration_sums_to_one() -> None:
     law, cut = enumerate_paths(lambda s: s.integers(0, 3) + s.integers(0, 2), 2)
     assert not cut.terms and sum(law.values(), ExpSum()) == ExpSum.const(1)
     assert law[0] == ExpSum.const(Fraction(1, 6))
+
+
+def test_observing_discrete_draws_sees_them_and_changes_nothing() -> None:
+    import numpy as np
+
+    plain = noise.discrete_laplace(np.random.default_rng(3), Fraction(7, 3), 20)
+    seen: list[tuple[str, Fraction, list[float]]] = []
+    with noise.observe_discrete_draws(lambda k, p, v: seen.append((k, p, v.tolist()))):
+        watched = noise.discrete_laplace(np.random.default_rng(3), Fraction(7, 3), 20)
+        g = noise.discrete_gaussian(np.random.default_rng(3), Fraction(5, 2), 3)
+    assert watched.tolist() == plain.tolist()
+    assert seen == [
+        ("discrete", Fraction(7, 3), plain.tolist()),
+        ("discrete_gaussian", Fraction(5, 2), g.tolist()),
+    ]
+    assert not noise._OBSERVERS  # removed on leaving the block

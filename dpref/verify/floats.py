@@ -21,7 +21,8 @@ the ``plans`` suite checks exactly):
 * ``release``, ``release_many`` and ``online()`` with the discrete kinds (exact samplers on
   a seeded generator, :func:`dpref.noise.observe_discrete_draws`): one sampler draw per node
   and per run, in canonical order, with exactly the node's plan scale (discrete Laplace) or
-  variance (discrete Gaussian), and integer noise reaching the recombination.
+  variance (discrete Gaussian); on the batch paths, exactly those draws, in that order,
+  are the node noise handed to the recombination.
 """
 
 from __future__ import annotations
@@ -219,21 +220,24 @@ def _continuous(m: Mechanism, T: int, exact: list[Fraction]) -> list[str]:
         m.online(rng=gen).run(x)
     except (TypeError, ValueError) as exc:
         return [*out, f"online: a standard draw used other than scaled ({exc})"]
-    for d in gen.draws:
-        want = [float(mult[d.index])] if d.index < n else []
-        if d.uses != want:
-            out.append(f"online draw {d.index}: scaled by {d.uses}, want node's {want}")
-        else:
-            out.append("")
     if gen.drawn < n:
-        out.append(f"online: {gen.drawn} standard draws for {n} nodes")
+        return [*out, f"online: {gen.drawn} standard draws for {n} nodes"]
+    for d in gen.draws[:n]:  # draw j: node j's, once, scaled as release scales node j
+        want = [float(mult[d.index])]
+        ok = d.uses == want
+        out.append("" if ok else f"online draw {d.index}: scaled by {d.uses}, want {want}")
+    extra = [d.index for d in gen.draws[n:] if d.uses]  # buffered draws beyond: unused
+    out.append(f"online: draws {extra[:5]} used beyond the {n} nodes" if extra else "")
     return out
 
 
 def _record(
-    seen: list[tuple[NoiseKind, Fraction]], kind: NoiseKind, param: Fraction, size: int
+    seen: list[tuple[NoiseKind, Fraction, float]],
+    kind: NoiseKind,
+    param: Fraction,
+    values: FloatArray,
 ) -> None:
-    seen.extend([(kind, param)] * size)
+    seen.extend((kind, param, float(v)) for v in values)
 
 
 def _discrete(m: Mechanism, T: int, exact: list[Fraction], seed: int) -> list[str]:
@@ -242,7 +246,7 @@ def _discrete(m: Mechanism, T: int, exact: list[Fraction], seed: int) -> list[st
     x = np.zeros(T)
     out: list[str] = []
     for path, runs in (("release", None), ("release_many", 2), ("online", None)):
-        seen: list[tuple[NoiseKind, Fraction]] = []
+        seen: list[tuple[NoiseKind, Fraction, float]] = []
         rng = np.random.default_rng(seed)
         with observe_discrete_draws(functools.partial(_record, seen)), _Capture(m) as cap:
             if path == "release":
@@ -255,7 +259,7 @@ def _discrete(m: Mechanism, T: int, exact: list[Fraction], seed: int) -> list[st
         if len(seen) != want:
             out.append(f"{path}: {len(seen)} sampler draws, want {want} (one per node and run)")
             continue
-        for c, (kind, param) in enumerate(seen):
+        for c, (kind, param, _) in enumerate(seen):
             j = c % n
             target = exact[j]
             if kind != m.noise:
@@ -266,8 +270,10 @@ def _discrete(m: Mechanism, T: int, exact: list[Fraction], seed: int) -> list[st
                 out.append(f"{path} draw {c} (node {j}): parameter {param}, the plan's {target}")
             else:
                 out.append("")
-        if any(not np.array_equal(z, np.round(z)) for z in cap.seen):
-            out.append(f"{path}: non-integer node noise")
+        if path != "online":  # the node noise is the sampler's draws, in canonical order
+            drawn = np.array([v for _, _, v in seen])
+            ok = len(cap.seen) == 1 and np.array_equal(cap.seen[0].ravel(), drawn)
+            out.append("" if ok else f"{path}: the node noise is not the draws, in order")
     return out
 
 
