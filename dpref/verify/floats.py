@@ -41,7 +41,14 @@ from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.noise import NOISE_KINDS, NoiseKind, noise_family, observe_discrete_draws
 from dpref.verify import VerifyOptions, VerifyRow, by_mechanism, splittable
 
-__all__ = ["HORIZONS", "ScriptedGenerator", "floats_suite", "node_exact_values"]
+__all__ = [
+    "HORIZONS",
+    "BudgetedGenerator",
+    "DrawBudgetExceeded",
+    "ScriptedGenerator",
+    "floats_suite",
+    "node_exact_values",
+]
 
 HORIZONS = (1, 2, 5, 16, 37)
 """Horizons every example is run at."""
@@ -136,6 +143,26 @@ class ScriptedGenerator(np.random.Generator):
         if out is not None:
             raise ValueError("standard_normal(out=...): not scripted")
         return self._standard(size)
+
+
+class DrawBudgetExceeded(RuntimeError):
+    """A sampler asked for more uniform integers than a check allows (it would not end)."""
+
+
+class BudgetedGenerator(np.random.Generator):
+    """A seeded PCG64 Generator that refuses more than ``budget`` calls of ``integers`` (the
+    exact samplers' source): a sampler that never accepts fails a row instead of hanging."""
+
+    def __init__(self, seed: int, budget: int = 10**6) -> None:
+        super().__init__(np.random.PCG64(seed))
+        self.budget = budget
+
+    def integers(self, *args: Any, **kwargs: Any) -> Any:
+        """``Generator.integers``, counted."""
+        self.budget -= 1
+        if self.budget < 0:
+            raise DrawBudgetExceeded("a sampler drew more uniform integers than allowed")
+        return super().integers(*args, **kwargs)
 
 
 def node_exact_values(m: Mechanism, horizon: int) -> list[Fraction]:
@@ -247,14 +274,18 @@ def _discrete(m: Mechanism, T: int, exact: list[Fraction], seed: int) -> list[st
     out: list[str] = []
     for path, runs in (("release", None), ("release_many", 2), ("online", None)):
         seen: list[tuple[NoiseKind, Fraction, float]] = []
-        rng = np.random.default_rng(seed)
+        rng = BudgetedGenerator(seed)
         with observe_discrete_draws(functools.partial(_record, seen)), _Capture(m) as cap:
-            if path == "release":
-                m.release(x, rng=rng)
-            elif path == "release_many":
-                m.release_many(x, runs=2, rng=rng)
-            else:
-                m.online(rng=rng).run(x)
+            try:
+                if path == "release":
+                    m.release(x, rng=rng)
+                elif path == "release_many":
+                    m.release_many(x, runs=2, rng=rng)
+                else:
+                    m.online(rng=rng).run(x)
+            except DrawBudgetExceeded as exc:
+                out.append(f"{path}: {exc}")
+                continue
         want = n * (runs or 1)
         if len(seen) != want:
             out.append(f"{path}: {len(seen)} sampler draws, want {want} (one per node and run)")

@@ -25,6 +25,10 @@ scripted source of randomness and enumerates its random choices:
   symbolic coin; the accepted mass must be exactly proportional to ``e^{−y²/(2σ²)}``
   (``A(y)·e^{−y'²/(2σ²)} = A(y')·e^{−y²/(2σ²)}``), i.e. TV 0 on ``|y| ≤ Y`` up to the
   normalisation, which only the tails ``|y| > Y`` move.
+* both discrete rows also check, draw for draw on a seeded generator, that the public
+  samplers (:func:`~dpref.noise.discrete_laplace`, :func:`~dpref.noise.discrete_gaussian`)
+  are those checked pieces composed: the pass repeated until it accepts, at ``t/s = b``;
+  DLap(⌊σ⌋+1) proposals and the checked acceptance test.
 * ``continuous``: :func:`~dpref.noise.standard_laplace` and
   :func:`~dpref.noise.standard_normal` run on a stand-in generator whose draws are numpy's
   documented inverse-CDF transforms evaluated at a grid of exact uniforms ``u = i/64``;
@@ -43,12 +47,13 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 from dpref import noise
 from dpref.verify import VerifyOptions, VerifyRow
+from dpref.verify.floats import BudgetedGenerator, DrawBudgetExceeded
 
 __all__ = ["ExpSum", "enumerate_paths", "sampler_suite"]
 
@@ -309,6 +314,49 @@ class _QuantileSource:
         return self.normal(0.0, 1.0, size)
 
 
+COMPOSED_DRAWS = 40
+"""Draws compared in each composition check."""
+COMPOSED_BUDGET = 20_000
+"""Uniform integers a composition check may use (about 10 per draw are expected)."""
+
+
+def _check_laplace_composed(scale: Fraction, seed: int) -> str:
+    """The public sampler is the checked pass, repeated until it accepts, at ``t/s = b``:
+    ``discrete_laplace(rng, b, n)`` draws what ``n`` such loops draw, on the same seed."""
+    got = noise.discrete_laplace(BudgetedGenerator(seed, COMPOSED_BUDGET), scale, COMPOSED_DRAWS)
+    rng = BudgetedGenerator(seed, COMPOSED_BUDGET)
+    want = []
+    for _ in range(COMPOSED_DRAWS):
+        y = None
+        while y is None:
+            y = noise._discrete_laplace_attempt(
+                rng, scale.denominator, scale.numerator, noise.bernoulli_exp_neg
+            )
+        want.append(float(y))
+    if got.tolist() != want:
+        return f"b={scale}: discrete_laplace is not the checked pass at t/s = b, repeated"
+    return ""
+
+
+def _check_gaussian_composed(sigma2: Fraction, seed: int) -> str:
+    """``discrete_gaussian(rng, σ², n)`` draws what ``n`` loops of a DLap(t) proposal (the
+    sampler checked above) and the checked acceptance test draw, on the same seed, with
+    ``t = ⌊σ⌋ + 1`` (any integer t ≥ 1 gives the same law; this one is CKS's)."""
+    got = noise.discrete_gaussian(BudgetedGenerator(seed, COMPOSED_BUDGET), sigma2, COMPOSED_DRAWS)
+    rng = BudgetedGenerator(seed, COMPOSED_BUDGET)
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1
+    want = []
+    for _ in range(COMPOSED_DRAWS):
+        while True:
+            y = noise._discrete_laplace_one(rng, 1, t)
+            if noise._discrete_gaussian_accept(rng, sigma2, t, y, noise.bernoulli_exp_neg):
+                break
+        want.append(float(y))
+    if got.tolist() != want:
+        return f"σ²={sigma2}: discrete_gaussian is not DLap(t) proposals and the checked test"
+    return ""
+
+
 def _laplace_quantile(u: Fraction) -> float:
     """The standard Laplace quantile at u (80-bit mpmath, then to the nearest float)."""
     import mpmath  # type: ignore[import-untyped]
@@ -345,15 +393,17 @@ def _check_continuous(
 def sampler_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Exact laws of the samplers (module doc); the same rows for every ``opts``."""
     rows = []
-    cases: list[tuple[str, list[Callable[[], str]]]] = [
+    cases: list[tuple[str, Sequence[Callable[[], str]]]] = [
         ("bernoulli_exp", [functools.partial(_check_bernoulli, g, d) for g, d in GAMMAS]),
         (
             "discrete_laplace",
-            [functools.partial(_check_laplace, b, LAPLACE_Z) for b in LAPLACE_SCALES],
+            [functools.partial(_check_laplace, b, LAPLACE_Z) for b in LAPLACE_SCALES]
+            + [functools.partial(_check_laplace_composed, b, opts.seed) for b in LAPLACE_SCALES],
         ),
         (
             "discrete_gaussian",
-            [functools.partial(_check_gaussian, s2, GAUSS_Y) for s2 in GAUSS_SIGMA2],
+            [functools.partial(_check_gaussian, s2, GAUSS_Y) for s2 in GAUSS_SIGMA2]
+            + [functools.partial(_check_gaussian_composed, s2, opts.seed) for s2 in GAUSS_SIGMA2],
         ),
         (
             "continuous",
@@ -367,9 +417,11 @@ def sampler_suite(opts: VerifyOptions) -> list[VerifyRow]:
         "bernoulli_exp": "P[True] = Taylor partial sums of e^−γ exactly, γ ∈ "
         + ", ".join(str(g) for g, _ in GAMMAS),
         "discrete_laplace": f"law = DLap(b) exactly on |z| ≤ {LAPLACE_Z}, b ∈ "
-        + ", ".join(str(b) for b in LAPLACE_SCALES),
+        + ", ".join(str(b) for b in LAPLACE_SCALES)
+        + "; discrete_laplace = that pass, repeated",
         "discrete_gaussian": f"accepted ∝ exp(−y²/2σ²) exactly on |y| ≤ {GAUSS_Y}, σ² ∈ "
-        + ", ".join(str(s) for s in GAUSS_SIGMA2),
+        + ", ".join(str(s) for s in GAUSS_SIGMA2)
+        + "; discrete_gaussian = DLap(t) proposals and that test",
         "continuous": "Laplace and normal draws = standard quantiles on a 63-point grid",
     }
     for name, checks in cases:
@@ -377,7 +429,10 @@ def sampler_suite(opts: VerifyOptions) -> list[VerifyRow]:
         failed = 0
         detail = ""
         for check in checks:
-            problem = check()
+            try:
+                problem = check()
+            except DrawBudgetExceeded as exc:
+                problem = f"{name}: {exc}"
             if problem:
                 failed += 1
                 detail = detail or problem
