@@ -116,3 +116,14 @@ def test_scripted_generator_counts_and_refuses_non_standard_draws() -> None:
     assert gen.drawn == 4
     with pytest.raises(ValueError, match="not a standard draw"):
         gen.laplace(0.0, 2.0, 3)
+
+
+def test_a_draw_of_the_wrong_scale_fails_the_row_instead_of_crashing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dpref import noise
+
+    monkeypatch.setattr(noise, "standard_laplace", lambda rng, size: rng.laplace(0.0, 0.5, size))
+    monkeypatch.setattr(mech_base, "standard_laplace", noise.standard_laplace)
+    failed, detail = _failed("simple1")
+    assert failed > 0 and "not a standard draw" in detail

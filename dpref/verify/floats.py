@@ -332,11 +332,14 @@ def floats_suite(opts: VerifyOptions) -> list[VerifyRow]:
                         except DprefError as exc:
                             refused.setdefault(kind, f"example {k}: {exc}")
                             break
-                        exact = node_exact_values(m, T)
-                        if continuous:
-                            results = _continuous(m, T, exact)
-                        else:
-                            results = _discrete(m, T, exact, opts.seed + T)
+                        try:
+                            exact = node_exact_values(m, T)
+                            if continuous:
+                                results = _continuous(m, T, exact)
+                            else:
+                                results = _discrete(m, T, exact, opts.seed + T)
+                        except Exception as exc:  # a crash under checked noise fails the row
+                            results = [f"raised {type(exc).__name__}: {exc}"]
                         paths.add(kind)
                         checks += len(results)
                         bad = [r for r in results if r]
