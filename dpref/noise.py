@@ -268,7 +268,8 @@ def _discrete_gaussian_accept(
     """The acceptance test of CKS 2020 Algorithm 3 for a proposal ``y ~ DLap(t)``:
     ``Bernoulli(exp(−(|y| − σ²/t)²/(2σ²)))``."""
     d = abs(y) - sigma2 / t
-    return bexp(rng, d * d / (2 * sigma2))
+    two_s2 = 2 * sigma2
+    return bexp(rng, d * d / two_s2)
 
 
 def discrete_gaussian(
