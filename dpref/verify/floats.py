@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 HORIZONS = (1, 2, 5, 16, 37)
-"""Horizons every example is run at."""
+"""Horizons every example is run at (those up to ``--max-horizon``)."""
 BUDGETS = (Fraction(7, 10), Fraction(10, 3))
 """ε (or ρ) of the instances with continuous noise: not powers of two, so that most scales
 are not floats, and two of them, so that a scale rounded to nearest instead of up lands
@@ -319,12 +319,13 @@ def floats_suite(opts: VerifyOptions) -> list[VerifyRow]:
         detail = ""
         refused: dict[str, str] = {}
         paths: set[str] = set()
+        horizons = [T for T in HORIZONS if T <= opts.max_exhaustive] or [1]
         for k, ex in enumerate(cls.examples):
             for kind in NOISE_KINDS:
                 continuous = kind in ("laplace", "gaussian")
                 budget_name = "rho" if noise_family(kind) == "gaussian" else "epsilon"
                 for budget in BUDGETS if continuous else BUDGETS[:1]:
-                    for T in HORIZONS:
+                    for T in horizons:
                         kwargs: dict[str, Any] = {**ex.kwargs(cls, T), "noise": kind}
                         kwargs[budget_name] = budget
                         try:
