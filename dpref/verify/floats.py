@@ -357,7 +357,9 @@ def floats_suite(opts: VerifyOptions) -> list[VerifyRow]:
                 detail=detail
                 or (
                     "every node's float ≥ exact (tight), one fresh draw per node and run on "
-                    f"release, release_many, online; noise {', '.join(sorted(paths))}"
+                    f"release, release_many, online; noise {', '.join(sorted(paths))}; "
+                    f"T ∈ {{{', '.join(map(str, horizons))}}}, budget "
+                    f"{' and '.join(map(str, BUDGETS))} (discrete: {BUDGETS[0]})"
                     + "".join(f"; refuses {kind} ({why})" for kind, why in refused.items())
                 ),
             )
