@@ -95,6 +95,8 @@ def observe_discrete_draws(
     count the draws per node and to follow each draw to its node (a fresh draw per node,
     per run); the draws themselves are unchanged.
     """
+    if not callable(observer):
+        raise DprefTypeError(f"observer={fmt(observer)}: must be callable")
     _OBSERVERS.append(observer)
     try:
         yield

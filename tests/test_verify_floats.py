@@ -127,3 +127,16 @@ def test_a_draw_of_the_wrong_scale_fails_the_row_instead_of_crashing(
     monkeypatch.setattr(mech_base, "standard_laplace", noise.standard_laplace)
     failed, detail = _failed("simple1")
     assert failed > 0 and "not a standard draw" in detail
+
+
+def test_the_instrumented_generators_validate_their_arguments() -> None:
+    from dpref.errors import DprefError
+    from dpref.noise import observe_discrete_draws
+    from dpref.verify.floats import BudgetedGenerator
+
+    with pytest.raises(DprefError, match="mode="):
+        ScriptedGenerator("ones")
+    with pytest.raises(DprefError, match="budget="):
+        BudgetedGenerator(1, budget=0)
+    with pytest.raises(DprefError, match="observer="), observe_discrete_draws(3):  # type: ignore[arg-type]
+        pass

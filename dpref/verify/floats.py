@@ -39,6 +39,7 @@ import numpy.typing as npt
 from dpref.errors import DprefError
 from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.noise import NOISE_KINDS, NoiseKind, noise_family, observe_discrete_draws
+from dpref.validation import check_choice, check_int_range
 from dpref.verify import VerifyOptions, VerifyRow, by_mechanism, splittable
 
 __all__ = [
@@ -94,12 +95,17 @@ def _power(i: int) -> float:
     return math.ldexp(-1.0 if i % 2 else 1.0, e)
 
 
+SCRIPT_MODES = ("unit", "powers", "trace")
+"""The scripts of :class:`ScriptedGenerator`."""
+
+
 class ScriptedGenerator(np.random.Generator):
     """A Generator whose standard Laplace and normal draws are scripted (module doc):
     ``"unit"`` (all 1), ``"powers"`` (draw i is :func:`_power`) or ``"trace"``
     (:class:`_Draw` objects).  It counts the draws; a non-standard request is an error."""
 
     def __init__(self, mode: str) -> None:
+        check_choice("mode", mode, SCRIPT_MODES)
         super().__init__(np.random.PCG64(0))
         self.mode = mode
         self.drawn = 0
@@ -154,8 +160,9 @@ class BudgetedGenerator(np.random.Generator):
     exact samplers' source): a sampler that never accepts fails a row instead of hanging."""
 
     def __init__(self, seed: int, budget: int = 10**6) -> None:
+        check_int_range("seed", seed, 0, None)
         super().__init__(np.random.PCG64(seed))
-        self.budget = budget
+        self.budget = check_int_range("budget", budget, 1, None)
 
     def integers(self, *args: Any, **kwargs: Any) -> Any:
         """``Generator.integers``, counted."""

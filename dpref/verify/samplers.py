@@ -52,6 +52,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpref import noise
+from dpref.validation import check_int_range
 from dpref.verify import VerifyOptions, VerifyRow
 from dpref.verify.floats import BudgetedGenerator, DrawBudgetExceeded
 
@@ -181,6 +182,7 @@ def enumerate_paths(
 ) -> tuple[dict[Any, ExpSum], ExpSum]:
     """Every outcome of ``run`` over all choice sequences of at most ``max_choices`` choices:
     ``({outcome: exact mass}, truncated mass)``."""
+    check_int_range("max_choices", max_choices, 0, None)
     law: dict[Any, ExpSum] = {}
     truncated = ExpSum()
     stack: list[tuple[list[Any], ExpSum]] = [([], ExpSum.const(1))]
