@@ -3,10 +3,10 @@
 For every registered mechanism, each of its examples' parameters, each noise kind the
 mechanism accepts with them (``laplace`` and ``discrete`` with ``epsilon=``, ``gaussian`` and
 ``discrete_gaussian`` with ``rho=``; a refusal is listed in the row) and each horizon of
-:data:`HORIZONS`, the paths are run
-on an all-zero stream with instrumented randomness, and what reaches each node is compared
-with the exact value of the node in the mechanism's plan (``m.plan(T)``, whose privacy sum
-the ``plans`` suite checks exactly):
+:data:`HORIZONS` (up to ``--max-horizon``), the paths are run on an all-zero stream with
+instrumented randomness, and what reaches each node is compared with the exact value of the
+node in the mechanism's plan (``m.plan(T)``, whose privacy sum the ``plans`` suite checks
+exactly).  Nothing is re-derived: the multipliers are observed where the code applies them.
 
 * ``release`` (continuous): a generator whose standard draws are all 1; the node noise
   handed to the recombination (``combine``) is then the float multiplier of each node,
@@ -17,12 +17,17 @@ the ``plans`` suite checks exactly):
   order) times the multiplier ``release`` used, bit for bit;
 * ``online()`` (continuous, the fast paths of the trees and Hybrid included): standard draws
   that record what they are multiplied by; draw j must be used exactly once, scaled by
-  node j's ``release`` multiplier bit for bit, and no other draw used;
+  node j's ``release`` multiplier bit for bit, and no other draw used (a path that turns a
+  standard draw into a float before scaling it cannot be observed, and fails the row);
 * ``release``, ``release_many`` and ``online()`` with the discrete kinds (exact samplers on
   a seeded generator, :func:`dpref.noise.observe_discrete_draws`): one sampler draw per node
   and per run, in canonical order, with exactly the node's plan scale (discrete Laplace) or
   variance (discrete Gaussian); on the batch paths, exactly those draws, in that order,
   are the node noise handed to the recombination.
+
+A path that raises under the instrumented randomness fails its row.  Scope: the examples'
+parameters at the horizons and budgets listed in the row; AllWindowSum's extra windows
+(``release(windows=)``, ``online().query``) share the nodes but are not run.
 """
 
 from __future__ import annotations
