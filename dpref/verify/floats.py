@@ -320,6 +320,34 @@ def _discrete(m: Mechanism, T: int, exact: list[Fraction], seed: int) -> list[st
     return out
 
 
+class _Refused(Exception):
+    """The class refuses this noise kind with these parameters (by design, a DprefError)."""
+
+
+def _instance(
+    cls: type[Mechanism], kwargs: dict[str, Any], T: int, seed: int, first: bool
+) -> tuple[str, list[str]]:
+    """Build one instance and run its paths: ``(label, problems per check)``.  A refusal at
+    the first horizon and budget raises :class:`_Refused`; anything else that raises — a
+    refusal where the class accepted before, or a crash — is a failed check."""
+    label = f"{cls.__name__}({', '.join(f'{a}={v}' for a, v in kwargs.items())})"
+    try:
+        m = cls(**kwargs)
+    except DprefError as exc:
+        if first:
+            raise _Refused(str(exc)) from None
+        return label, [f"refused where it accepted the first horizon and budget: {exc}"]
+    except Exception as exc:  # a crash of the constructor fails the row
+        return label, [f"raised {type(exc).__name__}: {exc}"]
+    try:
+        exact = node_exact_values(m, T)
+        if kwargs["noise"] in ("laplace", "gaussian"):
+            return repr(m), _continuous(m, T, exact)
+        return repr(m), _discrete(m, T, exact, seed)
+    except Exception as exc:  # a crash under checked noise fails the row
+        return repr(m), [f"raised {type(exc).__name__}: {exc}"]
+
+
 @splittable(by_mechanism)
 def floats_suite(opts: VerifyOptions) -> list[VerifyRow]:
     """Per mechanism: the floats and sampler draws of every path (module doc)."""
@@ -334,31 +362,23 @@ def floats_suite(opts: VerifyOptions) -> list[VerifyRow]:
         horizons = [T for T in HORIZONS if T <= opts.max_exhaustive] or [1]
         for k, ex in enumerate(cls.examples):
             for kind in NOISE_KINDS:
-                continuous = kind in ("laplace", "gaussian")
                 budget_name = "rho" if noise_family(kind) == "gaussian" else "epsilon"
-                for budget in BUDGETS if continuous else BUDGETS[:1]:
-                    for T in horizons:
-                        kwargs: dict[str, Any] = {**ex.kwargs(cls, T), "noise": kind}
-                        kwargs[budget_name] = budget
-                        try:
-                            m = cls(**kwargs)
-                        except DprefError as exc:
-                            refused.setdefault(kind, f"example {k}: {exc}")
-                            break
-                        try:
-                            exact = node_exact_values(m, T)
-                            if continuous:
-                                results = _continuous(m, T, exact)
-                            else:
-                                results = _discrete(m, T, exact, opts.seed + T)
-                        except Exception as exc:  # a crash under checked noise fails the row
-                            results = [f"raised {type(exc).__name__}: {exc}"]
-                        paths.add(kind)
-                        checks += len(results)
-                        bad = [r for r in results if r]
-                        failed += len(bad)
-                        if bad and not detail:
-                            detail = f"{m!r} T={T}: {bad[0]}"
+                budgets = BUDGETS if kind in ("laplace", "gaussian") else BUDGETS[:1]
+                try:
+                    for budget in budgets:
+                        for T in horizons:
+                            kwargs: dict[str, Any] = {**ex.kwargs(cls, T), "noise": kind}
+                            kwargs[budget_name] = budget
+                            first = T == horizons[0] and budget == budgets[0]
+                            label, results = _instance(cls, kwargs, T, opts.seed + T, first)
+                            paths.add(kind)
+                            checks += len(results)
+                            bad = [r for r in results if r]
+                            failed += len(bad)
+                            if bad and not detail:
+                                detail = f"{label} T={T}: {bad[0]}"
+                except _Refused as exc:
+                    refused.setdefault(kind, f"example {k}: {exc}")
         rows.append(
             VerifyRow(
                 "floats",
