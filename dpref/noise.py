@@ -31,6 +31,8 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
@@ -53,6 +55,7 @@ __all__ = [
     "laplace_variance",
     "make_rng",
     "noise_family",
+    "observe_discrete_draws",
     "standard_laplace",
     "standard_normal",
     "uniform_below",
@@ -70,6 +73,35 @@ RngLike: TypeAlias = "np.random.Generator | int | np.integer[Any] | None"
 numpy.random (~25 ms) with ``import dpref``; the first draw does."""
 
 _INT64_SAFE = 1 << 62
+
+BernoulliExp: TypeAlias = "Callable[[Any, Fraction], bool]"
+"""A source of ``Bernoulli(exp(−γ))`` coins (:func:`bernoulli_exp_neg`, or the symbolic
+oracle with which :mod:`dpref.verify.samplers` computes a sampler's exact law)."""
+
+DrawObserver: TypeAlias = "Callable[[NoiseKind, Fraction, npt.NDArray[np.float64]], None]"
+"""Called with a noise kind, its exact parameter and the values just drawn."""
+_OBSERVERS: list[DrawObserver] = []
+
+
+@contextmanager
+def observe_discrete_draws(
+    observer: DrawObserver,
+) -> Iterator[None]:
+    """Within the block, call ``observer(kind, parameter, values)`` at each call of
+    :func:`discrete_laplace` (``"discrete"``, the scale) and :func:`discrete_gaussian`
+    (``"discrete_gaussian"``, σ²), with the values it drew (a copy), before it returns.
+
+    ``dpref verify`` uses it to see the exact parameter of every discrete node draw, to
+    count the draws per node and to follow each draw to its node (a fresh draw per node,
+    per run); the draws themselves are unchanged.
+    """
+    if not callable(observer):
+        raise DprefTypeError(f"observer={fmt(observer)}: must be callable")
+    _OBSERVERS.append(observer)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(observer)
 
 
 def make_rng(rng: object, name: str = "rng") -> np.random.Generator:
@@ -142,20 +174,34 @@ def bernoulli_exp_neg(rng: np.random.Generator, gamma: Fraction) -> bool:
     return k % 2 == 1
 
 
-def _discrete_laplace_one(rng: np.random.Generator, s: int, t: int) -> int:
-    """One draw of DLap(t/s): CKS 2020 Algorithm 2."""
+def _discrete_laplace_one(
+    rng: np.random.Generator, s: int, t: int, bexp: BernoulliExp | None = None
+) -> int:
+    """One draw of DLap(t/s): CKS 2020 Algorithm 2 (``bexp``: the Bernoulli(exp(−γ))
+    coins, :func:`bernoulli_exp_neg` unless given; :mod:`dpref.verify.samplers` passes an
+    exact symbolic one)."""
+    coin = bernoulli_exp_neg if bexp is None else bexp
     while True:
-        u = uniform_below(rng, t)
-        if not bernoulli_exp_neg(rng, Fraction(u, t)):
-            continue
-        v = 0
-        while bernoulli_exp_neg(rng, Fraction(1)):
-            v += 1
-        y = (u + t * v) // s
-        negative = _bernoulli(rng, 1, 2)
-        if negative and y == 0:
-            continue
-        return -y if negative else y
+        y = _discrete_laplace_attempt(rng, s, t, coin)
+        if y is not None:
+            return y
+
+
+def _discrete_laplace_attempt(
+    rng: np.random.Generator, s: int, t: int, bexp: BernoulliExp
+) -> int | None:
+    """One pass of the loop of CKS 2020 Algorithm 2: a draw, or None (rejected: retry)."""
+    u = uniform_below(rng, t)
+    if not bexp(rng, Fraction(u, t)):
+        return None
+    v = 0
+    while bexp(rng, Fraction(1)):
+        v += 1
+    y = (u + t * v) // s
+    negative = _bernoulli(rng, 1, 2)
+    if negative and y == 0:
+        return None
+    return -y if negative else y
 
 
 def discrete_laplace(
@@ -173,6 +219,8 @@ def discrete_laplace(
     out = np.empty(size, dtype=np.float64)
     for i in range(size):
         out[i] = _discrete_laplace_one(rng, s, t)
+    for observe in _OBSERVERS:
+        observe("discrete", scale, out.copy())
     return out
 
 
@@ -200,19 +248,30 @@ def _check_size(size: Any) -> int:
     return int(size)
 
 
-def _discrete_gaussian_one(rng: np.random.Generator, sigma2: Fraction, t: int) -> int:
-    """One draw of N_Z(0, σ²): CKS 2020 Algorithm 3 (``t = ⌊σ⌋ + 1``).
+def _discrete_gaussian_one(
+    rng: np.random.Generator, sigma2: Fraction, t: int, bexp: BernoulliExp | None = None
+) -> int:
+    """One draw of N_Z(0, σ²): CKS 2020 Algorithm 3 (``t = ⌊σ⌋ + 1``; ``bexp`` as for
+    :func:`_discrete_laplace_one`).
 
     Propose ``Y ~ DLap(t)`` and accept with probability
     ``exp(−(|Y| − σ²/t)²/(2σ²))``; the accepted Y has law ``∝ exp(−Y²/(2σ²))``.
     """
-    shift = sigma2 / t
-    two_s2 = 2 * sigma2
+    coin = bernoulli_exp_neg if bexp is None else bexp
     while True:
-        y = _discrete_laplace_one(rng, 1, t)
-        d = abs(y) - shift
-        if bernoulli_exp_neg(rng, d * d / two_s2):
+        y = _discrete_laplace_one(rng, 1, t, coin)
+        if _discrete_gaussian_accept(rng, sigma2, t, y, coin):
             return y
+
+
+def _discrete_gaussian_accept(
+    rng: np.random.Generator, sigma2: Fraction, t: int, y: int, bexp: BernoulliExp
+) -> bool:
+    """The acceptance test of CKS 2020 Algorithm 3 for a proposal ``y ~ DLap(t)``:
+    ``Bernoulli(exp(−(|y| − σ²/t)²/(2σ²)))``."""
+    d = abs(y) - sigma2 / t
+    two_s2 = 2 * sigma2
+    return bexp(rng, d * d / two_s2)
 
 
 def discrete_gaussian(
@@ -236,6 +295,8 @@ def discrete_gaussian(
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
         out[i] = _discrete_gaussian_one(rng, sigma2, t)
+    for observe in _OBSERVERS:
+        observe("discrete_gaussian", sigma2, out.copy())
     return out
 
 

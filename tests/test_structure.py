@@ -323,6 +323,8 @@ def test_verify_runs_every_registered_suite() -> None:
         "golden",
         "audit",
         "audit-gaussian",
+        "samplers",
+        "floats",
     }
 
 
