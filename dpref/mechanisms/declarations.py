@@ -67,6 +67,26 @@ class ExactOps:
         """The number of 1-bits of a non-negative int."""
         return bin(int(t)).count("1")
 
+    @staticmethod
+    def le(a: Any, b: Any) -> Any:
+        """``a ≤ b`` (the z3 twin compares unsigned)."""
+        return a <= b
+
+    @staticmethod
+    def lt(a: Any, b: Any) -> Any:
+        """``a < b``."""
+        return a < b
+
+    @staticmethod
+    def ite(cond: Any, a: Any, b: Any) -> Any:
+        """``a if cond else b``."""
+        return a if cond else b
+
+    @staticmethod
+    def shl(a: Any, b: Any) -> Any:
+        """``a << b``."""
+        return int(a) << int(b)
+
 
 EXACT = ExactOps()
 
