@@ -405,7 +405,8 @@ def _budget(m: Mechanism, spec: _Spec) -> Outcome:
 
 def _uniform_scales(cls: type[Any], kinds: tuple[str, ...]) -> tuple[dict[str, Any], list[Any]]:
     scale = cls.node_scale(T, eps, Delta, SYMBOLIC)
-    return {kind: scale for kind in kinds}, [cls.node_scale, cls.memberships]
+    levels = [cls.levels] if hasattr(cls, "levels") else []  # Binary: memberships reads it
+    return {kind: scale for kind in kinds}, [cls.node_scale, cls.memberships, *levels]
 
 
 def _hybrid_scales(cls: type[Any]) -> tuple[dict[str, Any], list[Any]]:
