@@ -2,12 +2,16 @@
 Binary, Hybrid.
 
 Each mechanism releases noisy p-sums (nodes) ``[l_n, u_n]`` with ``Lap(b_n)``; by basic
-composition the release is ``(max_i Σ_{n ∋ i} Δ/b_n)``-DP (Dwork et al. 2006).  For every
-class the claims below are proven with sympy for symbolic T (integer ≥ 1), ε > 0, Δ > 0
-and the class's own parameters (B ≥ 1, k ≥ 1), reading the class's declarations
-(``budget_terms``, ``row_terms``, ``Binary.levels``, ``Binary.level_node``); each symbolic
-claim has an exhaustive exact companion against the node tables and plans, labelled
-``checked for T ≤ 4096`` (it is evidence, not a proof).
+composition the release is ``(max_i Σ_{n ∋ i} Δ/b_n)``-DP (Dwork et al. 2006).
+
+Labels.  *membership* and *budget* are **proven about the code**: they evaluate the
+functions every release path uses (``node_interval``/``block_interval``, ``memberships``,
+``Binary.levels``, ``node_scale``, Hybrid's ``log_scale``/``instance_scale``) — sympy for
+symbolic T, ε, Δ, B, k; z3 (:mod:`proofs.smt`) over every ``1 ≤ T ≤ 2⁶²`` for Binary's and
+Hybrid's bit arithmetic — and the budget multiplies a membership derived *independently*
+of ``memberships`` by the code's scales.  *variance* and the *pitfall* are **proven
+lemmas** (they re-derive closed forms).  Each has an exhaustive exact companion against the
+node tables and plans, ``checked for T ≤ 4096`` (evidence, not a proof).
 
 Theorem (membership).  The worst-placed item lies in
 ``T`` nodes (Simple I), 1 (Simple II), 1 item node + 1 block (Two-Level),

@@ -30,8 +30,11 @@ prefix ``0^j``), and it is a worst item; so ``c(t) = #{1 ≤ j ≤ h : binom(d�
 the mechanism's own T (d the smallest even depth with ``binom(d, h) > T``):
 ``binom(d−2, h−2) = binom(d−2, h−1)·(h−1)/h < binom(d−2, h−1) ≤ T``, so every j ≥ 2
 counts, and j = 1 counts iff ``T ≥ binom(d−1, h) = binom(d, h)/2``: ``c = h`` or ``h − 1``, and
-the class declares ``cε/h`` exactly.  ∎  (sympy: the two binomial ratios and the budget
-identity; "item 1 is worst" is checked exactly against every plan, labelled as such.)
+the class declares ``cε/h`` exactly.  ∎  (Lemmas, sympy: the two binomial ratios.
+About the code: z3 evaluates ``depth_for``/``item_count_for``/``budget_terms`` for every
+``1 ≤ T ≤ 2⁶²`` against that characterisation; sympy evaluates ``node_scale`` and
+``spent_share`` for symbolic d, ε, Δ.  "Item 1 is worst" is checked exactly against every
+plan, labelled as such.)
 
 Theorem (variance).  ``Var(out_t) = h·2(hΔ/ε)²`` for every t; with Gaussian node variance
 ``σ² = dΔ²/(4ρ)`` (the node's share ``Δ/b = 1/h`` of 2ρ when c = h, the L2 twin of the
