@@ -2,12 +2,16 @@
 Binary, Hybrid.
 
 Each mechanism releases noisy p-sums (nodes) ``[l_n, u_n]`` with ``Lap(b_n)``; by basic
-composition the release is ``(max_i Σ_{n ∋ i} Δ/b_n)``-DP (Dwork et al. 2006).  For every
-class the claims below are proven with sympy for symbolic T (integer ≥ 1), ε > 0, Δ > 0
-and the class's own parameters (B ≥ 1, k ≥ 1), reading the class's declarations
-(``budget_terms``, ``row_terms``, ``Binary.levels``, ``Binary.level_node``); each symbolic
-claim has an exhaustive exact companion against the node tables and plans, labelled
-``checked for T ≤ 4096`` (it is evidence, not a proof).
+composition the release is ``(max_i Σ_{n ∋ i} Δ/b_n)``-DP (Dwork et al. 2006).
+
+Labels.  *membership* and *budget* are **proven about the code**: they evaluate the
+functions every release path uses (``node_interval``/``block_interval``, ``memberships``,
+``Binary.levels``, ``node_scale``, Hybrid's ``log_scale``/``instance_scale``) — sympy for
+symbolic T, ε, Δ, B, k; z3 (:mod:`proofs.smt`) over every ``1 ≤ T ≤ 2⁶²`` for Binary's and
+Hybrid's bit arithmetic — and the budget multiplies a membership derived *independently*
+of ``memberships`` by the code's scales.  *variance* and the *pitfall* are **proven
+lemmas** (they re-derive closed forms).  Each has an exhaustive exact companion against the
+node tables and plans, ``checked for T ≤ 4096`` (evidence, not a proof).
 
 Theorem (membership).  The worst-placed item lies in
 ``T`` nodes (Simple I), 1 (Simple II), 1 item node + 1 block (Two-Level),
@@ -70,7 +74,7 @@ import numpy.typing as npt
 import sympy as sp
 
 from dpref.mechanisms import Binary, Hybrid, Mechanism, SimpleI, SimpleII, TwoLevel
-from dpref.mechanisms.base import EXACT, BudgetTerm, NodeTable
+from dpref.mechanisms.base import EXACT, MAX_HORIZON, BudgetTerm, NodeTable
 from proofs.core import (
     SYMBOLIC,
     B,
@@ -79,6 +83,7 @@ from proofs.core import (
     Outcome,
     ProofFailure,
     T,
+    about_code,
     check_identity,
     check_sign,
     checked,
@@ -93,6 +98,7 @@ from proofs.core import (
     run_claim,
     t,
 )
+from proofs.smt import BITS, Z3Ops, primitive_lemmas, prove_smt
 
 __all__ = ["PROOFS", "pitfall_factor"]
 
@@ -181,6 +187,174 @@ def _derive_hybrid(cls: type[Any]) -> Derivation:
     ]
 
 
+# ------------------------------------------------- steps that evaluate the code
+CodeSteps = tuple[list[str], list[Any]]
+"""What a code-evaluating membership proof returns: its discharged steps and the dpref
+functions it evaluated."""
+
+
+def _sym_interval_count(cls: type[Any], what: str) -> tuple[Any, list[str]]:
+    """Evaluate ``cls.node_interval(t)`` for symbolic t and count the nodes holding item i
+    (lo(t) ≤ i ≤ hi(t) = t, t ≤ T) for the two interval shapes the Simple mechanisms use."""
+    lo, hi = cls.node_interval(t)
+    check_identity(hi, t, f"{what}: the node released at t ends at t")
+    if sp.simplify(lo - 1) == 0:  # [1, t]: i ∈ [1, t] ⟺ i ≤ t
+        count = sp.summation(1, (t, i, T))
+        check_identity(count, T - i + 1, "item i lies in the nodes [1, t], t = i..T")
+        check_sign(count - count.subs(i, 1), "nonpositive", "item 1 is the worst item")
+        return count.subs(i, 1), [f"{what}(t) = [1, t]: #{{t: i ≤ t ≤ T}} = T − i + 1 ≤ T"]
+    check_identity(lo, t, f"{what}: the node released at t is [t, t]")
+    return _single_item_node(), [f"{what}(t) = [t, t]: i ∈ [t, t] ⟺ t = i"]
+
+
+def _code_simple(cls: type[Any], kind: str) -> CodeSteps:
+    count, steps = _sym_interval_count(cls, "node_interval")
+    _check_memberships(cls, {kind: count}, {"horizon": T})
+    return steps, [cls.node_interval, cls.memberships]
+
+
+def _code_simple1(cls: type[Any]) -> CodeSteps:
+    return _code_simple(cls, "prefix")
+
+
+def _code_simple2(cls: type[Any]) -> CodeSteps:
+    return _code_simple(cls, "item")
+
+
+def _code_two_level(cls: type[Any]) -> CodeSteps:
+    _blocks_partition(
+        lambda n: cls.block_interval(n, B)[0], lambda n: cls.block_interval(n, B)[1], 1
+    )
+    _check_memberships(cls, {"item": 1, "block": 1}, {"horizon": T})
+    return [
+        "TwoLevel.block_interval(q, B) evaluated for symbolic q, B: non-empty, contiguous, "
+        "the first starts at 1 (a partition: one block per item); item nodes [t, t]"
+    ], [cls.block_interval, cls.memberships]
+
+
+def _check_memberships(cls: type[Any], derived: dict[str, Any], symbols: dict[str, Any]) -> None:
+    """The class's ``memberships`` (what its scales are computed from) = the derivation."""
+    code = cls.memberships(symbols.get("horizon", symbols.get("k")), SYMBOLIC)
+    if set(code) != set(derived):
+        raise ProofFailure(f"memberships kinds {sorted(code)} ≠ proven {sorted(derived)}")
+    for kind, count in derived.items():
+        check_identity(code[kind], count, f"{cls.__name__}.memberships()[{kind!r}]")
+
+
+def _smt_binary_nodes(ops: Z3Ops, interval: Any, T_: Any, what: str) -> list[str]:
+    """z3: the nodes ``interval(t)``, 1 ≤ t ≤ T_, are aligned left nodes of power-of-two size
+    ≤ T_, at most one per size contains any item, and item 1 is in the one of size 2^j
+    (released at 2^j) for every 2^j ≤ T_."""
+    z3 = ops.z3
+    t1, t2, item, jj = ops.var("t1"), ops.var("t2"), ops.var("i"), ops.var("j")
+    lo1, hi1 = interval(t1)
+    lo2, hi2 = interval(t2)
+    size1, size2 = hi1 - lo1 + 1, hi2 - lo2 + 1
+    in1 = [ops.le(1, t1), ops.le(t1, T_)]
+    in2 = [ops.le(1, t2), ops.le(t2, T_)]
+    out = [
+        prove_smt(
+            z3.And(
+                hi1 == t1,
+                size1 != 0,
+                size1 & (size1 - 1) == 0,
+                ops.le(size1, T_),
+                z3.URem(lo1 - 1, size1) == 0,
+                (lo1 - 1) & size1 == 0,
+            ),
+            f"{what}: the node released at t ≤ T is an aligned left node of size 2^j ≤ T",
+            assumptions=in1,
+        ),
+        prove_smt(
+            t1 == t2,
+            f"{what}: two released nodes of one size holding item i are the same node",
+            assumptions=[
+                *in1,
+                *in2,
+                size1 == size2,
+                ops.le(lo1, item),
+                ops.le(item, hi1),
+                ops.le(lo2, item),
+                ops.le(item, hi2),
+            ],
+        ),
+    ]
+    p = ops.shl(1, jj)
+    lo_p, hi_p = interval(p)
+    out.append(
+        prove_smt(
+            z3.And(lo_p == 1, hi_p == p),
+            f"{what}: item 1 lies in the node released at 2^j, for every 2^j ≤ T",
+            assumptions=[ops.lt(jj, BITS - 2), ops.le(p, T_)],
+        )
+    )
+    return out
+
+
+def _levels_count(ops: Z3Ops, T_: Any) -> Any:
+    """``#{j ≥ 0 : 2^j ≤ T}`` written out over the 64 bits (no floor_log2)."""
+    return sum((ops.ite(ops.le(1 << j_, T_), 1, 0) for j_ in range(BITS - 1)), ops.const(0))
+
+
+def _code_binary(cls: type[Any]) -> CodeSteps:
+    ops = Z3Ops()
+    T_ = ops.var("T")
+    in_range = [ops.le(1, T_), ops.le(T_, MAX_HORIZON)]
+    lemmas = primitive_lemmas()
+    steps = _smt_binary_nodes(ops, cls.node_interval, T_, "Binary.node_interval")
+    steps.append(
+        prove_smt(
+            cls.memberships(T_, ops)["level"] == _levels_count(ops, T_),
+            "Binary.memberships(T)['level'] = #{j : 2^j ≤ T}",
+            assumptions=in_range,
+        )
+    )
+    return [
+        f"z3 over 1 ≤ T ≤ 2^62 ({', '.join(sorted(set(steps)))}; primitives: "
+        f"{', '.join(lemmas)}): node_interval(t) is an aligned left node of size 2^j ≤ T, "
+        "one per size holds an item, item 1 is in one of each size 2^j ≤ T; "
+        "memberships(T) = levels(T) = #{j : 2^j ≤ T}"
+    ], [cls.node_interval, cls.levels, cls.memberships]
+
+
+def _code_hybrid(cls: type[Any]) -> CodeSteps:
+    ops = Z3Ops()
+    z3 = ops.z3
+    tt, kk = ops.var("t"), ops.var("k")
+    in_range = [ops.le(1, tt), ops.le(tt, MAX_HORIZON)]
+    lo, hi = cls.node_interval(tt, ops)
+    p = ops.shl(1, ops.floor_log2(tt))
+    r = tt - p
+    blo, bhi = Binary.node_interval(r)
+    lemmas = primitive_lemmas()
+    steps = [
+        prove_smt(
+            z3.And(hi == tt, lo == ops.ite(tt == 1, 1, (p >> 1) + 1)),
+            "Hybrid.node_interval(2^k) = [2^{k−1}+1, 2^k] ([1, 1] at t = 1): contiguous log blocks",
+            assumptions=[*in_range, r == 0],
+        ),
+        prove_smt(
+            z3.And(lo == blo + p, hi == bhi + p, ops.le(p + 1, lo)),
+            "Hybrid.node_interval(2^k + r) = Binary.node_interval(r) + 2^k, inside instance k",
+            assumptions=[*in_range, r != 0],
+        ),
+        prove_smt(
+            cls.memberships(kk, ops)["binary_k"] == Binary.levels(ops.shl(1, kk) - 1, ops),
+            "Hybrid.memberships(k)['binary_k'] = Binary.levels(2^k − 1)",
+            assumptions=[ops.le(1, kk), ops.le(kk, 61)],
+        ),
+    ]
+    code = cls.memberships(k, SYMBOLIC)
+    check_identity(code["log"], 1, "Hybrid.memberships(k)['log']")
+    return [
+        f"z3 over 1 ≤ t ≤ 2^62 and 1 ≤ k ≤ 61 ({', '.join(sorted(set(steps)))}; primitives: "
+        f"{', '.join(lemmas)}): log blocks {{1}}, [2^(k−1)+1, 2^k] are contiguous (one per "
+        "item); the node at 2^k + r is Binary's node at r shifted into instance k (Binary's "
+        "membership: its horizon 2^k − 1 has Binary.levels(2^k − 1) levels, "
+        "= memberships(k)['binary_k'])"
+    ], [cls.node_interval, cls.memberships, Binary.node_interval, Binary.levels]
+
+
 # ------------------------------------------------------------------- the claims
 def _declared(m: Mechanism, symbols: dict[str, Any]) -> dict[str, BudgetTerm]:
     terms = m.budget_terms(SYMBOLIC, **symbols)
@@ -192,34 +366,64 @@ def _declared(m: Mechanism, symbols: dict[str, Any]) -> dict[str, BudgetTerm]:
 
 def _membership(m: Mechanism, spec: _Spec) -> Outcome:
     derived, steps = spec.derive(type(m))
+    code_steps, evaluated = spec.code(type(m))
     declared = _declared(m, spec.symbols)
     if set(derived) != set(declared):
         raise ProofFailure(f"declared node kinds {sorted(declared)} ≠ proven {sorted(derived)}")
     for kind, count in derived.items():
         check_identity(declared[kind].membership, count, f"declared membership of {kind!r}")
     statement = " + ".join(f"{kind}: {sp.simplify(c)}" for kind, c in derived.items())
-    return lemma(f"worst item lies in {statement} nodes = declared", "; ".join(steps))
+    return about_code(
+        f"worst item lies in {statement} nodes = memberships() = declared, for every T",
+        evaluates=[*evaluated, type(m).budget_terms],
+        detail="; ".join([*code_steps, *steps]),
+    )
 
 
 def _budget(m: Mechanism, spec: _Spec) -> Outcome:
-    derived, _ = spec.derive(type(m))
+    derived, _ = spec.derive(type(m))  # independent of the code's memberships
+    scales, evaluated = spec.scales(type(m))  # the scales the release draws with
     declared = _declared(m, spec.symbols)
-    if set(derived) != set(declared):
-        raise ProofFailure(f"declared node kinds {sorted(declared)} ≠ proven {sorted(derived)}")
-    parts = {kind: derived[kind] * Delta / declared[kind].scale for kind in derived}
+    if set(derived) != set(declared) or set(scales) != set(derived):
+        raise ProofFailure(
+            f"node kinds: declared {sorted(declared)}, code {sorted(scales)}, proven "
+            f"{sorted(derived)}"
+        )
+    for kind in derived:
+        check_identity(declared[kind].scale, scales[kind], f"declared scale of {kind!r}")
+    parts = {kind: derived[kind] * Delta / scales[kind] for kind in derived}
     total = sp.simplify(sum(parts.values(), sp.Integer(0)))
     check_identity(total, eps, "Σ_{n ∋ worst item} Δ/b_n")
     check_identity(m.declared_budget(SYMBOLIC, **spec.symbols), eps, "declared_budget")
     detail = " + ".join(f"{kind}: {sp.simplify(v)}" for kind, v in parts.items())
+    detail += "; scales from " + ", ".join(getattr(f, "__qualname__", str(f)) for f in evaluated)
     if spec.extra_budget is not None:
         detail += "; " + spec.extra_budget(m, declared)
-    return lemma(f"Σ_n Δ/b_n = {total}", detail, value=str(total))
+    return about_code(
+        f"Σ_n Δ/b_n = {total} for every T, ε, Δ (derived memberships × the code's scales)",
+        evaluates=[*evaluated, type(m).budget_terms],
+        detail=detail,
+        value=str(total),
+    )
+
+
+def _uniform_scales(cls: type[Any], kinds: tuple[str, ...]) -> tuple[dict[str, Any], list[Any]]:
+    scale = cls.node_scale(T, eps, Delta, SYMBOLIC)
+    levels = [cls.levels] if hasattr(cls, "levels") else []  # Binary: memberships reads it
+    return {kind: scale for kind in kinds}, [cls.node_scale, cls.memberships, *levels]
+
+
+def _hybrid_scales(cls: type[Any]) -> tuple[dict[str, Any], list[Any]]:
+    return {
+        "log": cls.log_scale(eps, Delta, SYMBOLIC),
+        "binary_k": cls.instance_scale(k, eps, Delta, SYMBOLIC),
+    }, [cls.log_scale, cls.instance_scale, cls.memberships]
 
 
 def _hybrid_instance_budget(m: Mechanism, declared: dict[str, BudgetTerm]) -> str:
     levels = _hybrid_instance_levels()
     check_identity(
-        declared["binary_k"].scale,
+        type(m).instance_scale(k, eps, Delta, SYMBOLIC),  # type: ignore[attr-defined]
         levels * Delta / (eps / 2),
         "instance k's scale is Binary's L·Δ/(ε/2)",
     )
@@ -453,7 +657,12 @@ class _Spec:
     """What the proof of one class needs besides the class itself."""
 
     derive: Callable[[type[Any]], Derivation]
-    """Proven membership per node kind (with the proof's steps)."""
+    """Proven membership per node kind (with the proof's steps), derived independently of
+    the class's ``memberships``."""
+    code: Callable[[type[Any]], CodeSteps]
+    """Membership steps that evaluate the class's node and membership functions."""
+    scales: Callable[[type[Any]], tuple[dict[str, Any], list[Any]]]
+    """The class's scale functions evaluated symbolically, per kind (and the functions)."""
     symbols: dict[str, Any]
     """The symbols passed to the declarations."""
     variance: Any
@@ -469,16 +678,34 @@ class _Spec:
 
 
 _SPECS: dict[str, _Spec] = {
-    "SimpleI": _Spec(_derive_simple1, _BASE, 2 * (T * Delta / eps) ** 2, _one),
-    "SimpleII": _Spec(_derive_simple2, _BASE, 2 * t * (Delta / eps) ** 2, _unbounded),
+    "SimpleI": _Spec(
+        _derive_simple1,
+        _code_simple1,
+        lambda c: _uniform_scales(c, ("prefix",)),
+        _BASE,
+        2 * (T * Delta / eps) ** 2,
+        _one,
+    ),
+    "SimpleII": _Spec(
+        _derive_simple2,
+        _code_simple2,
+        lambda c: _uniform_scales(c, ("item",)),
+        _BASE,
+        2 * t * (Delta / eps) ** 2,
+        _unbounded,
+    ),
     "TwoLevel": _Spec(
         _derive_two_level,
+        _code_two_level,
+        lambda c: _uniform_scales(c, ("item", "block")),
         {**_BASE, "block_size": B},
         2 * (2 * Delta / eps) ** 2 * (sp.floor(t / B) + sp.Mod(t, B)),
         _two_level_instances,
     ),
     "Binary": _Spec(
         _derive_binary,
+        _code_binary,
+        lambda c: _uniform_scales(c, ("level",)),
         _BASE,
         popcount(t) * 2 * (_L * Delta / eps) ** 2,
         _one,
@@ -487,6 +714,8 @@ _SPECS: dict[str, _Spec] = {
     ),
     "Hybrid": _Spec(
         _derive_hybrid,
+        _code_hybrid,
+        _hybrid_scales,
         {**_BASE, "k": k},
         2 * (2 * Delta / eps) ** 2 * (_k_t + 1)
         + popcount(_r_t) * 2 * (2 * _k_t * Delta / eps) ** 2,

@@ -16,10 +16,8 @@ declared budget is ``Σ_kinds membership · Δ / scale``.
 from __future__ import annotations
 
 import inspect
-import math
-import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Literal
@@ -31,6 +29,24 @@ from dpref.accounting import GaussianDP
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, EnumerationBudgetError, HorizonError, ParameterError
 from dpref.lower_bounds import Decay
+from dpref.mechanisms.declarations import (
+    EXACT,
+    MAX_EPSILON,
+    MAX_HORIZON,
+    MAX_PLAN_STEPS,
+    MAX_STEPS,
+    MAX_UNIT_SCALE,
+    MAX_VARIANCE_STEPS,
+    MIN_UNIT_SCALE,
+    BudgetTerm,
+    ExactOps,
+    NodeTable,
+    PerHorizon,
+    RowTerm,
+    check_node_noise,
+    numpydoc_parameters,
+)
+from dpref.mechanisms.online_counter import OnlineCounter
 from dpref.noise import (
     NOISE_KINDS,
     NoiseFamily,
@@ -52,7 +68,6 @@ from dpref.validation import (
     check_epsilon,
     check_int_range,
     check_positive_int,
-    check_real_vector,
     check_rho,
     check_runs,
     fmt,
@@ -63,8 +78,10 @@ __all__ = [
     "EXACT",
     "MAX_EPSILON",
     "MAX_HORIZON",
+    "MAX_PLAN_STEPS",
     "MAX_STEPS",
     "MAX_UNIT_SCALE",
+    "MAX_VARIANCE_STEPS",
     "MECHANISMS",
     "MIN_UNIT_SCALE",
     "BudgetTerm",
@@ -73,134 +90,13 @@ __all__ = [
     "Mechanism",
     "NodeTable",
     "OnlineCounter",
+    "PerHorizon",
     "RowTerm",
     "register_mechanism",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-
-class ExactOps:
-    """Integer/Fraction arithmetic for declarations (the symbolic twin lives in ``proofs``)."""
-
-    @staticmethod
-    def floor_log2(t: Any) -> Any:
-        """``⌊log₂ t⌋`` for a positive int, exactly."""
-        return int(t).bit_length() - 1
-
-    @staticmethod
-    def ceil_sqrt(t: Any) -> Any:
-        """``⌈√t⌉`` for a positive int, exactly."""
-        r = math.isqrt(int(t))
-        return r if r * r == int(t) else r + 1
-
-    @staticmethod
-    def number(x: Any) -> Any:
-        """An exact number."""
-        return Fraction(x)
-
-    @staticmethod
-    def popcount(t: Any) -> Any:
-        """The number of 1-bits of a non-negative int."""
-        return bin(int(t)).count("1")
-
-
-EXACT = ExactOps()
-
-MAX_UNIT_SCALE = Fraction(2**900)
-"""Largest ``Δ/ε`` accepted: node scales (a factor times Δ/ε) must stay finite floats."""
-MIN_UNIT_SCALE = Fraction(1, 2**400)
-"""Smallest ``Δ/ε`` accepted: a variance ``2b²`` of a node scale b stays a normal float
-(at ``Δ/ε ≈ 10⁻¹⁵⁵`` it would underflow to 0)."""
-MAX_EPSILON = Fraction(2**400)
-"""Largest ε accepted (whatever Δ): the exact plan checks convert ε and ``Δ/b`` to floats."""
-MAX_HORIZON = 2**62
-"""Largest horizon T a mechanism accepts: times and node indices are int64, and a node
-scale T·Δ/ε stays below ``2^962``, a finite float.  Online counters step up to it."""
-MAX_STEPS = 2**31
-"""Largest T of the paths that build one value per step (``release``, ``release_many``,
-``plan``, ``variance``, ``variance_exact``, ``nodes``, ``node_noise``): they need Θ(T) memory
-and time (a float64 array of 2^31 steps is 16 GiB; scipy indexes sparse matrices in int32)."""
-MAX_VARIANCE_STEPS = 2**20
-"""Largest T of ``variance``/``variance_exact``: one exact Fraction per step (Hybrid, the
-slowest, takes tens of seconds at 2^20 = 1,048,576 on the 2-core machine)."""
-MAX_PLAN_STEPS = 2**16
-"""Default largest T of ``plan``: the explicit plan holds every node's interval and the
-decoder's nonzeros (Two-Level, the slowest, takes seconds at 2^16).  A class whose plan is
-denser lowers it (:attr:`Mechanism.max_plan_steps`)."""
-
-
-@dataclass(frozen=True)
-class BudgetTerm:
-    """One kind of node in a mechanism's privacy accounting.
-
-    The worst-placed item belongs to ``membership`` nodes of this kind, each released
-    with Laplace scale ``scale`` (so each costs ``Δ/scale``).
-    """
-
-    kind: str
-    """Node kind (``"level"``, ``"item"``, ``"block"``, ``"log"``, ``"binary_k"`` …)."""
-    membership: Any
-    """How many nodes of this kind the worst item lies in (int or sympy expression)."""
-    scale: Any
-    """Laplace scale of those nodes (Fraction or sympy expression)."""
-    weight: Any = 1
-    """The nodes' weight ``|w_n|`` when they are weighted (PolynomialSum's ``(1−β)^j``;
-    ``membership`` then counts weight, ``weight × #nodes``).  The Gaussian node variance
-    of the term is ``weight·Δ·scale/(2ρ)`` (:meth:`Mechanism.node_variance`)."""
-
-
-@dataclass(frozen=True)
-class RowTerm:
-    """One kind of node in the recombination of the output at time t.
-
-    The output at t adds ``count`` noisy nodes of this kind, each with coefficient
-    ``coefficient`` and Laplace scale ``scale``, so it contributes
-    ``2 · count · coefficient² · scale²`` to ``Var(out_t)`` (docs/spec.md §0, item 4).
-    """
-
-    kind: str
-    """Node kind (as in :class:`BudgetTerm`)."""
-    count: Any
-    """How many nodes of this kind the output at t uses (int or sympy expression)."""
-    coefficient: Any
-    """Their recombination coefficient ``r_{t,n}``."""
-    scale: Any
-    """Their Laplace scale ``b_n``."""
-
-
-@dataclass(frozen=True, eq=False)
-class NodeTable:
-    """Nodes released up to a horizon, in canonical order (docs/spec.md §0)."""
-
-    lo: IntArray
-    """Interval starts (1-indexed)."""
-    hi: IntArray
-    """Interval ends = release times."""
-    scale_table: tuple[Fraction, ...]
-    """Distinct exact scales."""
-    scale_idx: IntArray
-    """Scale index per node."""
-    weight_table: tuple[Fraction, ...] = (Fraction(1),)
-    """Distinct exact weights ``w_n``."""
-    weight_idx: IntArray | None = None
-    """Weight index per node (all zeros when ``None``)."""
-
-    @property
-    def size(self) -> int:
-        """Number of nodes."""
-        return int(self.lo.size)
-
-    @property
-    def scales(self) -> FloatArray:
-        """Per-node float scales, rounded up."""
-        table = np.array([ceil_float(b) for b in self.scale_table], dtype=np.float64)
-        return table[self.scale_idx]
-
-
-PerHorizon = Callable[[int], Any]
-"""A parameter value that depends on the horizon T (e.g. Two-Level's ``B = T``)."""
 
 
 @dataclass(frozen=True)
@@ -358,7 +254,7 @@ class Mechanism(ABC):
         ``Parameters`` section (first sentence)."""
         return {
             name: text
-            for name, text in _numpydoc_parameters(inspect.getdoc(cls) or "").items()
+            for name, text in numpydoc_parameters(inspect.getdoc(cls) or "").items()
             if name in cls.parameters()
         }
 
@@ -822,24 +718,7 @@ class Mechanism(ABC):
         return flat.reshape(shape)
 
     def _check_noise(self, noise: Any, n_nodes: int, runs: int | None = None) -> FloatArray:
-        if runs is None:
-            arr = check_real_vector("noise", noise)
-            if arr.size != n_nodes:
-                raise ParameterError(
-                    f"noise={fmt_sequence(noise, arr.shape)}: expected {n_nodes} node values "
-                    f"in canonical order, got {arr.size}"
-                )
-            return arr
-        try:
-            arr2 = np.asarray(noise, dtype=np.float64)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise DprefTypeError(f"noise={fmt(noise)}: not an array of numbers ({exc})") from None
-        if arr2.shape != (runs, n_nodes) or not np.all(np.isfinite(arr2)):
-            raise ParameterError(
-                f"noise={fmt_sequence(noise, arr2.shape)}: expected a finite array of shape "
-                f"({runs}, {n_nodes})"
-            )
-        return arr2
+        return check_node_noise(noise, n_nodes, runs)
 
     # ---------------------------------------------------------------- release
     def release(self, stream: Any, rng: Any = None, *, noise: Any = None) -> FloatArray:
@@ -905,116 +784,3 @@ class Mechanism(ABC):
     def extra_params(self) -> dict[str, Any]:
         """Mechanism-specific parameters for ``repr`` and reports."""
         return {}
-
-
-class OnlineCounter(ABC):
-    """A streaming counter: ``step(x)`` consumes one item and returns one estimate.
-
-    Node noise is taken in canonical order from the injected array, or drawn from the
-    Generator in buffered chunks of standard Laplace (or, for Gaussian noise, standard
-    normal) draws — the same draws, in the same order, as the batch path — or one exact
-    discrete draw per node.  Counters pass :meth:`_noise` a node's exact Laplace design
-    scale (and its float); the mechanism turns it into the node's noise
-    (:meth:`Mechanism.node_variance`).
-    """
-
-    _CHUNK = 256
-
-    def __init__(self, mechanism: Mechanism, rng: Any = None, noise: Any = None) -> None:
-        self.mechanism = mechanism
-        self.t = 0
-        """Number of items consumed so far."""
-        self._injected: Sequence[float] | None = None
-        if noise is not None:
-            self._injected = check_real_vector("noise", noise).tolist()
-            self._rng = None
-        else:
-            self._rng = make_rng(rng)
-        self._used = 0
-        self._buf: list[float] = []
-        self._buf_pos = 0
-        self._multipliers: dict[tuple[Fraction, Fraction], float] = {}
-
-    def _standard(self) -> float:
-        """The next standard draw (Laplace or normal) of the buffered stream."""
-        assert self._rng is not None
-        if self._buf_pos >= len(self._buf):
-            draw = standard_normal if self.mechanism.noise == "gaussian" else standard_laplace
-            self._buf = draw(self._rng, self._CHUNK).tolist()
-            self._buf_pos = 0
-        value = self._buf[self._buf_pos]
-        self._buf_pos += 1
-        return value
-
-    def _multiplier(self, scale_float: float, scale: Fraction, weight: Fraction) -> float:
-        """The float a standard draw is scaled by: the Laplace scale as given, or the
-        Gaussian σ of the node (cached per (scale, weight))."""
-        if self.mechanism.rho is None:
-            return scale_float
-        key = (scale, weight)
-        got = self._multipliers.get(key)
-        if got is None:
-            got = self._multipliers[key] = self.mechanism.noise_multiplier(scale, weight)
-        return got
-
-    def _noise(self, scale_float: float, scale: Fraction, weight: Fraction = Fraction(1)) -> float:
-        if self._injected is not None:
-            if self._used >= len(self._injected):
-                raise ParameterError(
-                    f"noise: injected array has {len(self._injected)} values; step t={self.t} "
-                    "needs more"
-                )
-            value = self._injected[self._used]
-            self._used += 1
-            return value
-        assert self._rng is not None
-        self._used += 1
-        if self.mechanism.noise in ("discrete", "discrete_gaussian"):
-            return self.mechanism.draw_node(self._rng, scale, weight)
-        return self._standard() * self._multiplier(scale_float, scale, weight)
-
-    def _admit(self, x: Any) -> float:
-        horizon = self.mechanism.horizon
-        if horizon is not None and self.t >= horizon:
-            raise HorizonError(f"step t={self.t + 1}: past the horizon={horizon}")
-        value = self.mechanism.domain.check_value("x", x, self.t + 1)
-        self.t += 1
-        return value
-
-    @abstractmethod
-    def step(self, x: Any) -> float:
-        """Consume item ``x_t`` and return the estimate at t."""
-
-    def run(self, stream: Any) -> FloatArray:
-        """Feed a whole stream, returning every estimate.
-
-        The whole stream is validated first, its length against the steps left before
-        the horizon included, so an error draws no noise.
-        """
-        arr = self.mechanism.domain.check_stream("stream", stream)
-        horizon = self.mechanism.horizon
-        if horizon is not None and self.t + arr.size > horizon:
-            raise HorizonError(
-                f"stream={fmt_sequence(stream, arr.shape)}: length {arr.size} after {self.t} "
-                f"steps goes past the horizon={horizon}"
-            )
-        return np.array([self.step(v) for v in arr.tolist()], dtype=np.float64)
-
-
-_SECTION = re.compile(r"^Parameters\n-{3,}\n(.*?)(?:\n\n[A-Z][A-Za-z ]+\n-{3,}\n|\Z)", re.S | re.M)
-
-
-def _numpydoc_parameters(doc: str) -> dict[str, str]:
-    """``name -> first sentence`` of a numpydoc ``Parameters`` section."""
-    match = _SECTION.search(doc)
-    if match is None:
-        return {}
-    out: dict[str, str] = {}
-    current = ""
-    for line in match.group(1).splitlines():
-        if line and not line[0].isspace():
-            current = line.split(":")[0].strip()
-            out[current] = ""
-        elif current and line.strip():
-            out[current] = (out[current] + " " + line.strip()).strip()
-    return {k: v.split(". ")[0].rstrip(".").replace("``", "") for k, v in out.items()}

@@ -1,4 +1,5 @@
-"""Continual counting (docs/spec.md §1): Simple I, Simple II, Two-Level, Binary, Hybrid.
+"""Continual counting (docs/spec.md §1): Simple I, Simple II, Two-Level, Binary (Hybrid:
+:mod:`dpref.mechanisms.hybrid`).
 
 Target: prefix sums ``c_t = Σ_{i≤t} x_i``.  Every mechanism releases noisy p-sums
 (nodes) and adds them up; the canonical node order is by release time, then by
@@ -23,16 +24,21 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.domains import Domain
-from dpref.dyadic import binary_noise_sum, floor_log2, lowbit, prefix_nodes, trailing_zeros
-from dpref.lower_bounds import Decay, prefix_decay
+from dpref.dyadic import binary_noise_sum, floor_log2, prefix_nodes, trailing_zeros
 from dpref.mechanisms.base import (
     EXACT,
     BudgetTerm,
     Example,
-    Mechanism,
     NodeTable,
     OnlineCounter,
     RowTerm,
+)
+from dpref.mechanisms.counting_common import (
+    _BinaryState,
+    _Counting,
+    _ones_sparse,
+    _popcount,
+    _uniform_nodes,
 )
 from dpref.mechanisms.trees import (
     BUDGETS,
@@ -49,18 +55,6 @@ __all__ = ["Binary", "Hybrid", "SimpleI", "SimpleII", "TwoLevel"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-_ONE = (Fraction(1),)
-
-
-def _uniform_nodes(lo: IntArray, hi: IntArray, scale: Fraction) -> NodeTable:
-    return NodeTable(lo, hi, (scale,), np.zeros(lo.size, dtype=np.int64))
-
-
-def _ones_sparse(shape: tuple[int, int], rows: Any, cols: Any) -> ExactSparse:
-    r = np.asarray(rows, dtype=np.int64)
-    return ExactSparse.from_triples(
-        shape, r, np.asarray(cols, dtype=np.int64), _ONE, np.zeros(r.size, dtype=np.int64)
-    )
 
 
 def _whole_horizon(horizon: int) -> int:
@@ -73,38 +67,46 @@ def _third_of_horizon(horizon: int) -> int:
     return max(1, horizon // 3)
 
 
-def _popcount(t: int) -> int:
-    return bin(t).count("1")
-
-
-class _Counting(Mechanism):
-    """Shared pieces of the counting mechanisms: prefix-sum target."""
-
-    proof = "proofs/counting.py"
-    docs = "docs/counting.md"
-
-    def decay(self) -> Decay:
-        """Running counts: ``g ≡ 1`` (the prefix sum is the decayed sum with no decay)."""
-        return prefix_decay()
-
-    def target(self, stream: Any) -> FloatArray:
-        """Exact prefix sums ``c_t``."""
-        return self._target_checked(self._stream(stream))
-
-    def _target_checked(self, x: FloatArray) -> FloatArray:
-        return np.cumsum(x)
-
-    def node_count(self, horizon: int) -> int:
-        """One node ends at every t (Two-Level adds its blocks)."""
-        return horizon
-
-
 class _UniformCounting(_Counting):
-    """Counting mechanisms whose nodes all share one scale."""
+    """Counting mechanisms whose nodes all share one scale: ε split evenly over the nodes
+    the worst-placed item lies in.
 
+    One source of truth: :meth:`memberships` (nodes of each kind holding the worst item)
+    and :meth:`node_scale` (computed from it) are what every path uses — ``nodes``, the
+    batch and online draws, the variance — and what :meth:`budget_terms` declares.  Both
+    are written against an ``ops`` namespace, so ``proofs`` evaluates them for symbolic
+    T, ε, Δ (a subclass that changes either changes what is drawn and its proofs fail).
+    """
+
+    @classmethod
     @abstractmethod
+    def memberships(cls, horizon: Any, ops: Any = EXACT) -> dict[str, Any]:
+        """Node kind → how many nodes of that kind the worst-placed item lies in."""
+
+    @classmethod
+    def node_scale(cls, horizon: Any, epsilon: Any, sensitivity: Any, ops: Any = EXACT) -> Any:
+        """The Laplace scale of every node: ``(Σ_kinds membership)·Δ/ε``."""
+        total = sum(cls.memberships(horizon, ops).values())
+        return ops.number(total) * sensitivity / epsilon
+
+    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """The worst item's nodes per kind (:meth:`memberships`), each of scale
+        :meth:`node_scale`."""
+        T = s.get("horizon", self.horizon)
+        eps = s.get("epsilon", self.design_epsilon)
+        delta = s.get("sensitivity", self.sensitivity)
+        scale = self.node_scale(T, eps, delta, ops)
+        return [BudgetTerm(kind, c, scale) for kind, c in self.memberships(T, ops).items()]
+
+    def _row_scale(self, ops: Any, s: dict[str, Any]) -> Any:
+        T = s.get("horizon", self.horizon)
+        eps = s.get("epsilon", self.design_epsilon)
+        return self.node_scale(T, eps, s.get("sensitivity", self.sensitivity), ops)
+
     def _scale(self) -> Fraction:
-        """The exact Laplace scale of every node."""
+        """The exact Laplace scale of every node (at :attr:`design_epsilon`)."""
+        scale: Fraction = self.node_scale(self.horizon, self.design_epsilon, self.sensitivity)
+        return scale
 
     def noise_scales(self, horizon: int) -> FloatArray | float:
         return ceil_float(self._scale())
@@ -125,19 +127,19 @@ class SimpleI(_UniformCounting):
     name = "simple1"
     examples = (Example(horizons=(8,)),)
 
-    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """Item 1 is in T nodes ``[1, t]``, each of scale ``TΔ/ε``."""
-        T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        return [BudgetTerm("prefix", T, T * delta / eps)]
+    @staticmethod
+    def node_interval(t: Any) -> tuple[Any, Any]:
+        """The node released at t: ``[1, t]`` (ints, arrays, sympy or z3 values)."""
+        return (t - t + 1, t)
+
+    @classmethod
+    def memberships(cls, horizon: Any, ops: Any = EXACT) -> dict[str, Any]:
+        """Item 1 is in all T nodes ``[1, t]`` (so each gets scale ``TΔ/ε``)."""
+        return {"prefix": horizon}
 
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """The output at t is the one node ``[1, t]`` (coefficient 1, scale ``TΔ/ε``)."""
-        T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        return [RowTerm("prefix", 1, 1, T * delta / eps)]
+        return [RowTerm("prefix", 1, 1, self._row_scale(ops, s))]
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
         """``(2(TΔ/ε)², 1)``."""
@@ -149,16 +151,12 @@ class SimpleI(_UniformCounting):
         """The running count."""
         return 1
 
-    def _scale(self) -> Fraction:
-        assert self.horizon is not None
-        return Fraction(self.horizon) * self.sensitivity / self.design_epsilon
-
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         return horizon * self.sensitivity / self._scale()
 
     def nodes(self, horizon: int) -> NodeTable:
-        t = np.arange(1, horizon + 1, dtype=np.int64)
-        return _uniform_nodes(np.ones(horizon, dtype=np.int64), t, self._scale())
+        lo, hi = self.node_interval(np.arange(1, horizon + 1, dtype=np.int64))
+        return _uniform_nodes(lo, hi, self._scale())
 
     def recombination(self, horizon: int) -> ExactSparse:
         idx = list(range(horizon))
@@ -204,17 +202,19 @@ class SimpleII(_UniformCounting):
     max_plan_steps = 2**12  # the decoder is lower-triangular ones: T(T+1)/2 nonzeros
     examples = (Example(bounded=True, horizons=(9,)), Example(bounded=False, horizons=(9,)))
 
-    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """Every item is in exactly one node ``[t, t]`` of scale ``Δ/ε``."""
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        return [BudgetTerm("item", 1, delta / eps)]
+    @staticmethod
+    def node_interval(t: Any) -> tuple[Any, Any]:
+        """The node released at t: ``[t, t]``."""
+        return (t, t)
+
+    @classmethod
+    def memberships(cls, horizon: Any, ops: Any = EXACT) -> dict[str, Any]:
+        """Every item is in exactly one node ``[t, t]`` (scale ``Δ/ε``)."""
+        return {"item": 1}
 
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """The output at t adds the t item nodes ``[1,1] … [t,t]`` (scale ``Δ/ε``)."""
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        return [RowTerm("item", t, 1, delta / eps)]
+        return [RowTerm("item", t, 1, self._row_scale(ops, s))]
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
         """``(2(Δ/ε)², t)``."""
@@ -226,15 +226,12 @@ class SimpleII(_UniformCounting):
         """The running sum of noisy items."""
         return 1
 
-    def _scale(self) -> Fraction:
-        return self.sensitivity / self.design_epsilon
-
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         return self.design_epsilon
 
     def nodes(self, horizon: int) -> NodeTable:
-        t = np.arange(1, horizon + 1, dtype=np.int64)
-        return _uniform_nodes(t, t.copy(), self._scale())
+        lo, hi = self.node_interval(np.arange(1, horizon + 1, dtype=np.int64))
+        return _uniform_nodes(lo, hi.copy(), self._scale())
 
     def recombination(self, horizon: int) -> ExactSparse:
         rows, cols = np.tril_indices(horizon)
@@ -316,21 +313,21 @@ class TwoLevel(_UniformCounting):
     def extra_params(self) -> dict[str, Any]:
         return {"block_size": self.block_size}
 
-    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """One item node and at most one block node, each of scale ``2Δ/ε``."""
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        return [BudgetTerm("item", 1, 2 * delta / eps), BudgetTerm("block", 1, 2 * delta / eps)]
+    @classmethod
+    def memberships(cls, horizon: Any, ops: Any = EXACT) -> dict[str, Any]:
+        """One item node and at most one block node (so each gets scale ``2Δ/ε``)."""
+        return {"item": 1, "block": 1}
+
+    @staticmethod
+    def block_interval(q: Any, block_size: Any) -> tuple[Any, Any]:
+        """Block q (q ≥ 1): ``[(q−1)B + 1, qB]``, released at qB (item nodes: ``[t, t]``)."""
+        return ((q - 1) * block_size + 1, q * block_size)
 
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """At ``t = qB + r``: the q complete blocks and the r items after them (``2Δ/ε``)."""
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
         B = s.get("block_size", self.block_size)
-        return [
-            RowTerm("block", t // B, 1, 2 * delta / eps),
-            RowTerm("item", t % B, 1, 2 * delta / eps),
-        ]
+        scale = self._row_scale(ops, s)
+        return [RowTerm("block", t // B, 1, scale), RowTerm("item", t % B, 1, scale)]
 
     def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
         """``(2(2Δ/ε)², ⌊t/B⌋ + t mod B)``."""
@@ -341,9 +338,6 @@ class TwoLevel(_UniformCounting):
     def online_memory(self, horizon: int | None = None) -> int | None:
         """Released blocks' sum, the current block's noisy items and its true sum."""
         return 3
-
-    def _scale(self) -> Fraction:
-        return 2 * self.sensitivity / self.design_epsilon
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         per = self.sensitivity / self._scale()
@@ -369,8 +363,7 @@ class TwoLevel(_UniformCounting):
         lo[item_pos] = t
         hi[item_pos] = t
         q = np.arange(1, horizon // B + 1, dtype=np.int64)
-        lo[block_pos] = (q - 1) * B + 1
-        hi[block_pos] = q * B
+        lo[block_pos], hi[block_pos] = self.block_interval(q, B)
         return _uniform_nodes(lo, hi, self._scale())
 
     def node_count(self, horizon: int) -> int:
@@ -530,16 +523,23 @@ class Binary(_UniformCounting):
         """``L = ⌊log₂T⌋ + 1``: the number of nodes containing item 1."""
         return ops.floor_log2(horizon) + 1
 
+    @classmethod
+    def memberships(cls, horizon: Any, ops: Any = EXACT) -> dict[str, Any]:
+        """One node per level, :meth:`levels` of them (so each gets scale ``LΔ/ε``)."""
+        return {"level": cls.levels(horizon, ops)}
+
+    @staticmethod
+    def node_interval(t: Any) -> tuple[Any, Any]:
+        """The node released at t: ``[t − lowbit(t) + 1, t]`` (ints, int arrays or z3
+        bit-vectors: ``t & −t`` is the lowest set bit)."""
+        return (t - (t & -t) + 1, t)
+
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """One node per level, L levels, each of scale ``LΔ/ε`` (a level budget: level h
         has scale ``Δ/ε_h``)."""
         if not self._uniform:
             return [BudgetTerm(f"level {h}", 1, b) for h, b in enumerate(self._level_scales)]
-        T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        L = self.levels(T, ops)
-        return [BudgetTerm("level", L, L * delta / eps)]
+        return super().budget_terms(ops, **s)
 
     @staticmethod
     def level_node(item: Any, level: Any) -> tuple[Any, Any]:
@@ -556,17 +556,13 @@ class Binary(_UniformCounting):
 
     def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
         """The output at t adds one node per 1-bit of t, each of scale ``LΔ/ε``."""
-        T = s.get("horizon", self.horizon)
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        L = self.levels(T, ops)
         if not self._uniform and isinstance(t, int):
             return [
                 RowTerm(f"level {h}", 1, 1, self._level_scales[h])
                 for h in range(t.bit_length())
                 if t >> h & 1
             ]
-        return [RowTerm("level", ops.popcount(t), 1, L * delta / eps)]
+        return [RowTerm("level", ops.popcount(t), 1, self._row_scale(ops, s))]
 
     def variance_counts(
         self, horizon: int | None = None
@@ -586,10 +582,6 @@ class Binary(_UniformCounting):
         assert T is not None
         return 2 * floor_log2(T) + 3
 
-    def _scale(self) -> Fraction:
-        assert self.horizon is not None
-        return Fraction(self.levels(self.horizon)) * self.sensitivity / self.design_epsilon
-
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         if not self._uniform:
             return sum(self.level_epsilons[: tree_levels(horizon, 2)], Fraction(0))
@@ -597,10 +589,10 @@ class Binary(_UniformCounting):
 
     def nodes(self, horizon: int) -> NodeTable:
         t = np.arange(1, horizon + 1, dtype=np.int64)
+        lo, hi = self.node_interval(t)
         if not self._uniform:
-            level = trailing_zeros(t)
-            return NodeTable(t - (t & -t) + 1, t, self._level_scales, level)
-        return _uniform_nodes(t - (t & -t) + 1, t, self._scale())
+            return NodeTable(lo, hi, self._level_scales, trailing_zeros(t))
+        return _uniform_nodes(lo, hi, self._scale())
 
     def noise_scales(self, horizon: int) -> FloatArray | float:
         if self._uniform:
@@ -633,37 +625,6 @@ class Binary(_UniformCounting):
         return _BinaryOnline(self, rng, noise)
 
 
-class _BinaryState:
-    """O(log t) state of one binary tree: per level the open p-sum and its noisy value."""
-
-    __slots__ = ("alpha", "noisy", "r", "total")
-
-    def __init__(self) -> None:
-        self.alpha: list[float] = []
-        self.noisy: list[float] = []
-        self.total = 0.0  # sum of the noisy nodes of the decomposition of r
-        self.r = 0
-
-    def step(self, x: float, z: float) -> float:
-        self.r += 1
-        i = (self.r & -self.r).bit_length() - 1  # level of the node ending at r (0-based)
-        alpha, noisy = self.alpha, self.noisy
-        while len(alpha) <= i:
-            alpha.append(0.0)
-            noisy.append(0.0)
-        a = x
-        dropped = 0.0
-        for j in range(i):
-            a += alpha[j]
-            dropped += noisy[j]
-            alpha[j] = 0.0
-            noisy[j] = 0.0
-        alpha[i] = a
-        noisy[i] = a + z
-        self.total += noisy[i] - dropped
-        return self.total
-
-
 class _BinaryOnline(OnlineCounter):
     def __init__(self, m: Binary, rng: Any, noise: Any) -> None:
         super().__init__(m, rng, noise)
@@ -682,182 +643,6 @@ class _BinaryOnline(OnlineCounter):
         return self._state.step(v, self._noise(self._scale_f, self._scale))
 
 
-# ----------------------------------------------------------------------- Hybrid
-class Hybrid(_Counting):
-    """The hybrid mechanism for unbounded streams (no horizon), ε split ε/2 + ε/2.
-
-    * log part: blocks ``{1}``, ``{2^{k−1}+1 … 2^k}`` (k ≥ 1), each released at its
-      end with ``Lap(2Δ/ε)``; at ``t = 2^k`` the output is the sum of the noisy blocks;
-    * binary part: for each k ≥ 1 a Binary mechanism with horizon ``2^k − 1`` (so
-      ``k`` levels) and budget ε/2 — scale ``2kΔ/ε`` — runs over items
-      ``2^k+1 … 2^{k+1}−1``;
-    * output at ``t = 2^k + r`` (``1 ≤ r < 2^k``): log output at ``2^k`` plus the
-      k-th binary output at r.
-
-    Exactly one node ends at every t.  An item is in one log block (ε/2) and in k
-    nodes of the k-th instance (k · ε/(2k) = ε/2): ε in all, reached from T = 4 on
-    (below that only the log blocks of items 1–3 are complete).  Variance at
-    ``t = 2^k + r``: ``2(2Δ/ε)²(k + 1) + popcount(r)·2(2kΔ/ε)²``.  This is the
-    project's convention (docs/spec.md §1), after Chan, Shi, Song's Hybrid Mechanism.
-
-    References
-    ----------
-    .. [1] Chan, Shi, Song 2011, Algorithm 4 (Hybrid Mechanism).
-    """
-
-    name = "hybrid"
-    needs_horizon = False
-    examples = (Example(horizons=(13,)),)
-
-    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """One log block of scale ``2Δ/ε`` and k nodes of the k-th instance, scale ``2kΔ/ε``.
-
-        ``k`` (default: the largest instance of the horizon, or 1) is the instance
-        index of the worst item.
-        """
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        k = s.get("k", 1 if self.horizon is None else max(1, floor_log2(self.horizon)))
-        return [
-            BudgetTerm("log", 1, 2 * delta / eps),
-            BudgetTerm("binary_k", k, 2 * k * delta / eps),
-        ]
-
-    def row_terms(self, t: Any, ops: Any = EXACT, **s: Any) -> list[RowTerm]:
-        """At ``t = 2^k + r`` (``0 ≤ r < 2^k``): the k+1 log blocks ending at 1, 2, …, 2^k
-        (scale ``2Δ/ε``) and one node per 1-bit of r from the k-th instance (``2kΔ/ε``;
-        for t = 1, k = 0 and r = 0, so that term is empty).
-        """
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        k = ops.floor_log2(t)
-        r = t - 2**k
-        return [
-            RowTerm("log", k + 1, 1, 2 * delta / eps),
-            RowTerm("binary_k", ops.popcount(r), 1, 2 * k * delta / eps),
-        ]
-
-    def variance_counts(self, horizon: int | None = None) -> tuple[Fraction, IntArray] | None:
-        """``(v, (k+1) + max(k,1)^p·popcount(r))`` at ``t = 2^k + r``, with v the variance of
-        a log block: the k-th instance's scale is k times the log scale ``2Δ/ε``, so its node
-        variance is k²·v for Laplace noise (``2b²``) and k·v for Gaussian (linear in b)."""
-        t = np.arange(1, self._horizon_for(horizon) + 1, dtype=np.int64)
-        k = np.floor(np.log2(t)).astype(np.int64)
-        k += (1 << (k + 1)) <= t  # exact ⌊log₂t⌋ whatever the float rounding
-        k -= (1 << k) > t
-        r = t - (1 << k)
-        unit = self.node_variance(self._log_scale())
-        power = 1 if self.gaussian else 2
-        assert self.node_variance(self._bin_scale(2)) == 2**power * unit
-        return unit, (k + 1) + np.maximum(k, 1) ** power * np.bitwise_count(r).astype(np.int64)
-
-    def online_memory(self, horizon: int | None = None) -> int | None:
-        """The log part's total and block sum, and one Binary state (``2k + 1`` floats for
-        the k-th instance, ``k ≤ ⌊log₂T⌋``)."""
-        T = self.horizon if horizon is None else horizon
-        if T is None:
-            return None
-        return 2 + 2 * max(1, floor_log2(T)) + 1
-
-    def _log_scale(self) -> Fraction:
-        return 2 * self.sensitivity / self.design_epsilon
-
-    def _bin_scale(self, k: int) -> Fraction:
-        return 2 * k * self.sensitivity / self.design_epsilon
-
-    def expected_l1_sum(self, horizon: int) -> Fraction | None:
-        return self.design_epsilon if horizon >= 4 else self.design_epsilon / 2
-
-    @staticmethod
-    def _is_log_time(t: int) -> bool:
-        return t & (t - 1) == 0
-
-    def nodes(self, horizon: int) -> NodeTable:
-        lo = np.empty(horizon, dtype=np.int64)
-        hi = np.arange(1, horizon + 1, dtype=np.int64)
-        scale_idx = np.empty(horizon, dtype=np.int64)
-        kmax = max(1, floor_log2(horizon))
-        table = (self._log_scale(), *(self._bin_scale(k) for k in range(1, kmax + 1)))
-        for t in range(1, horizon + 1):
-            if self._is_log_time(t):
-                lo[t - 1] = t // 2 + 1 if t > 1 else 1
-                scale_idx[t - 1] = 0
-            else:
-                k = floor_log2(t)
-                r = t - (1 << k)
-                lo[t - 1] = t - lowbit(r) + 1
-                scale_idx[t - 1] = k
-        return NodeTable(lo, hi, table, scale_idx)
-
-    def recombination(self, horizon: int) -> ExactSparse:
-        rows: list[int] = []
-        cols: list[int] = []
-        for t in range(1, horizon + 1):
-            k = floor_log2(t)
-            for j in range(k + 1):  # log nodes at 1, 2, 4, …, 2^k
-                rows.append(t - 1)
-                cols.append((1 << j) - 1)
-            r = t - (1 << k)
-            for _, u in prefix_nodes(r):
-                rows.append(t - 1)
-                cols.append((1 << k) + u - 1)
-        return _ones_sparse((horizon, horizon), rows, cols)
-
-    def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
-        t_max = self._variance_horizon(horizon)
-        log_unit = self.node_variance(self._log_scale())
-        out = []
-        for t in range(1, t_max + 1):
-            k = floor_log2(t)
-            r = t - (1 << k)
-            out.append(
-                (k + 1) * log_unit + _popcount(r) * self.node_variance(self._bin_scale(max(k, 1)))
-            )
-        return out
-
-    def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        out = np.empty(noise.shape, dtype=np.float64)
-        kmax = floor_log2(horizon)
-        log_pos = (1 << np.arange(kmax + 1)) - 1
-        log_cum = np.cumsum(noise[..., log_pos], axis=-1)
-        for k in range(kmax + 1):
-            start = 1 << k  # t = 2^k
-            out[..., start - 1] = log_cum[..., k]
-            end = min(horizon, (1 << (k + 1)) - 1)
-            if end > start:
-                seg = binary_noise_sum(noise[..., start:end])
-                out[..., start:end] = seg + log_cum[..., k : k + 1]
-        return out
-
-    def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
-        return _HybridOnline(self, rng, noise)
-
-
-class _HybridOnline(OnlineCounter):
-    def __init__(self, m: Hybrid, rng: Any, noise: Any) -> None:
-        super().__init__(m, rng, noise)
-        self._log_scale = m._log_scale()
-        self._log_scale_f = ceil_float(self._log_scale)
-        self._log_total = 0.0  # sum of released noisy log blocks
-        self._block_true = 0.0
-        self._k = 0
-        self._bin_scale = Fraction(0)
-        self._bin_scale_f = 0.0
-        self._bin = _BinaryState()
-
-    def step(self, x: Any) -> float:
-        v = self._admit(x)
-        t = self.t
-        self._block_true += v
-        if t & (t - 1) == 0:  # t = 2^k: release the log block, start instance k
-            self._log_total += self._block_true + self._noise(self._log_scale_f, self._log_scale)
-            self._block_true = 0.0
-            self._k = t.bit_length() - 1
-            m = self.mechanism
-            assert isinstance(m, Hybrid)
-            self._bin_scale = m._bin_scale(max(self._k, 1))
-            self._bin_scale_f = ceil_float(self._bin_scale)
-            self._bin = _BinaryState()
-            return self._log_total
-        z = self._noise(self._bin_scale_f, self._bin_scale)
-        return self._log_total + self._bin.step(v, z)
+# Hybrid is defined on the Binary state above; imported here so that it registers right
+# after Binary (and ``from dpref.mechanisms.counting import Hybrid`` keeps working).
+from dpref.mechanisms.hybrid import Hybrid  # noqa: E402

@@ -67,6 +67,7 @@ from dpref.domains import Domain
 from dpref.lower_bounds import Decay, prefix_decay
 from dpref.mechanisms.base import (
     EXACT,
+    MAX_HORIZON,
     BudgetTerm,
     Example,
     Mechanism,
@@ -75,7 +76,7 @@ from dpref.mechanisms.base import (
 )
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
-from dpref.validation import ceil_float
+from dpref.validation import ceil_float, check_int_range
 
 __all__ = [
     "SmoothBinary",
@@ -89,19 +90,59 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def smooth_depth(horizon: int) -> int:
-    """d: the smallest even depth ≥ 2 with ``binom(d, d/2) > T`` (T + 1 leaves: ranks 0…T)."""
-    d = 2
-    while comb(d, d // 2) <= horizon:
-        d += 2
-    return d
+MAX_HALF = 33
+"""The largest d/2 at any horizon T ≤ 2⁶² (``binom(66, 33) > 2⁶²``, ``binom(64, 32) ≤ 2⁶²``);
+every ``binom`` below fits an unsigned 64-bit word."""
 
 
-def smooth_item_count(horizon: int, depth: int) -> int:
+def _chain(ops: Any, cases: list[tuple[Any, Any]], default: Any) -> Any:
+    """``v₁ if c₁ else v₂ if c₂ else … else default`` through ``ops.ite`` (no arithmetic:
+    an SMT solver decides such chains at once, where sums of comparisons time out)."""
+    out = default
+    for cond, value in reversed(cases):
+        out = ops.ite(cond, value, out)
+    return out
+
+
+def smooth_depth(horizon: Any, ops: Any = EXACT) -> Any:
+    """d: the smallest even depth ≥ 2 with ``binom(d, d/2) > T`` (T + 1 leaves: ranks 0…T).
+
+    ``binom(2h, h)`` increases with h: d = 2h for the first h ≤ 33 with ``T < binom(2h, h)``
+    (``binom(66, 33) > 2⁶²``); written against ``ops`` (Python ints, or z3 bit-vectors for
+    ``proofs/smooth.py``) for ``1 ≤ T ≤ 2⁶²``.
+    """
+    if isinstance(horizon, int):
+        check_int_range("horizon", horizon, 1, MAX_HORIZON)
+    cases = [(ops.lt(horizon, comb(2 * h, h)), 2 * h) for h in range(1, MAX_HALF)]
+    return _chain(ops, cases, 2 * MAX_HALF)
+
+
+def smooth_item_count(horizon: Any, depth: Any, ops: Any = EXACT) -> Any:
     """``c(t) = #{1 ≤ j ≤ d/2 : binom(d − j, d/2) ≤ t}``: the most released nodes (with items)
-    one item lies in after t steps of the depth-d tree (item 1 is a worst item)."""
-    half = depth // 2
-    return sum(1 for j in range(1, half + 1) if comb(depth - j, half) <= horizon)
+    one item lies in after t steps of the depth-d tree (item 1 is a worst item).
+
+    ``binom(d − j, h)`` decreases as j grows, so c is h − j₀ + 1 for the least j₀ with
+    ``binom(d − j₀, h) ≤ t`` (``binom(h, h) = 1 ≤ t``: c ≥ 1).  Written against ``ops`` for
+    an even depth ``2 ≤ d ≤ 66`` given as an int or, for the proofs, a z3 bit-vector.
+    """
+    if isinstance(horizon, int) and isinstance(depth, int) and ops is EXACT:
+        return _item_count_exact(horizon, depth)
+    return _item_count(horizon, depth, ops)
+
+
+@lru_cache(maxsize=1024)
+def _item_count_exact(horizon: int, depth: int) -> int:
+    """:func:`smooth_item_count` on ints, memoised."""
+    count: int = _item_count(horizon, depth, EXACT)
+    return count
+
+
+def _item_count(horizon: Any, depth: Any, ops: Any) -> Any:
+    per_depth = []
+    for half in range(1, MAX_HALF + 1):
+        cases = [(ops.le(comb(2 * half - j, half), horizon), half - j + 1) for j in range(1, half)]
+        per_depth.append((depth == 2 * half, _chain(ops, cases, 1)))
+    return _chain(ops, per_depth[:-1], per_depth[-1][1])
 
 
 def smooth_leaf(rank: int, depth: int) -> int:
@@ -234,7 +275,7 @@ class SmoothBinary(Mechanism):
     ) -> None:
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         assert self.horizon is not None
-        self.depth: int = smooth_depth(self.horizon)
+        self.depth: int = self.depth_for(self.horizon)
         """d, the tree depth (even)."""
 
     def decay(self) -> Decay:
@@ -243,19 +284,32 @@ class SmoothBinary(Mechanism):
 
     # ------------------------------------------------------------ declarations
     @staticmethod
-    def depth_for(horizon: int) -> int:
+    def depth_for(horizon: Any, ops: Any = EXACT) -> Any:
         """d at horizon T (see :func:`smooth_depth`)."""
-        return smooth_depth(horizon)
+        return smooth_depth(horizon, ops)
+
+    @staticmethod
+    def item_count_for(horizon: Any, depth: Any, ops: Any = EXACT) -> Any:
+        """``c(t)`` of the depth-d tree (see :func:`smooth_item_count`)."""
+        return smooth_item_count(horizon, depth, ops)
 
     def item_count(self, horizon: int | None = None) -> int:
         """``c(t)``: the most released nodes with items one item lies in (see module doc)."""
         T = self.horizon if horizon is None else horizon
         assert T is not None
-        return smooth_item_count(T, self.depth)
+        count: int = self.item_count_for(T, self.depth)
+        return count
+
+    @staticmethod
+    def node_scale(depth: Any, epsilon: Any, sensitivity: Any, ops: Any = EXACT) -> Any:
+        """The Laplace scale of every node, ``(d/2)Δ/ε``: ε split over the d/2 nodes an item
+        can lie in (what every path draws with and ``budget_terms`` declares)."""
+        return ops.number(depth) / 2 * sensitivity / epsilon
 
     def _scale(self) -> Fraction:
         """The Laplace scale ``(d/2)Δ/ε`` of every node (at :attr:`design_epsilon`)."""
-        return Fraction(self.depth // 2) * self.sensitivity / self.design_epsilon
+        scale: Fraction = self.node_scale(self.depth, self.design_epsilon, self.sensitivity)
+        return scale
 
     def node_variance(self, scale: Fraction, weight: Fraction = Fraction(1)) -> Fraction:
         """As for every mechanism, except that a noise-only node (weight 0) gets the variance
@@ -266,19 +320,29 @@ class SmoothBinary(Mechanism):
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """The worst item lies in ``c`` released nodes of scale ``(d/2)Δ/ε``.
 
-        ``depth`` (d) and ``count`` (c) may be given as symbols by the proofs; by default
-        the mechanism's own d and ``c(T)``.
+        By default the mechanism's own d and ``c(T)``; given ``horizon`` (a z3 variable in
+        the proofs), d and c of that horizon; ``depth``/``count`` may be given as symbols.
         """
         eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
-        d = s.get("depth", self.depth)
-        c = s.get("count", self.item_count(s.get("horizon", self.horizon)))
-        return [BudgetTerm("node", c, (d / ops.number(2)) * delta / eps)]
+        if "horizon" in s:  # d and c of that horizon, computed with ops
+            d = s["depth"] if "depth" in s else self.depth_for(s["horizon"], ops)
+            c = s["count"] if "count" in s else self.item_count_for(s["horizon"], d, ops)
+        else:
+            d = s.get("depth", self.depth)
+            c = s["count"] if "count" in s else self.item_count()
+        return [BudgetTerm("node", c, self.node_scale(d, eps, delta, ops))]
+
+    @staticmethod
+    def spent_share(count: Any, depth: Any, ops: Any = EXACT) -> Any:
+        """The share of the budget spent by ``count`` nodes of :meth:`node_scale`: ``c/(d/2)``."""
+        return ops.number(count) / (ops.number(depth) / 2)
 
     def _spent(self) -> Fraction:
         """The share of the budget the release spends at T: ``c/(d/2)`` (1 when
         ``T ≥ binom(d, d/2)/2``)."""
-        return Fraction(self.item_count(), self.depth // 2)
+        share: Fraction = self.spent_share(self.item_count(), self.depth)
+        return share
 
     @property
     def declared_epsilon(self) -> Fraction:
