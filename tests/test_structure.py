@@ -188,6 +188,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dpref.audit",
         "dpref.sanitize",
         "proofs.core",
+        "proofs.smt",
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",
