@@ -37,6 +37,9 @@ __all__ = [
     "level_variances",
     "level_weights",
     "max_digit_vectors",
+    "op_and",
+    "op_ite",
+    "op_le",
     "tree_levels",
     "tree_objective",
     "uniform_split",
@@ -71,19 +74,22 @@ ARRAY = ArrayOps()
 """The numpy ops of the vectorised layout."""
 
 
-def _le(ops: Any, a: Any, b: Any) -> Any:
+def op_le(ops: Any, a: Any, b: Any) -> Any:
+    """``a ≤ b`` over ``ops`` (Python's operator when ``ops`` has no ``le``)."""
     fn = getattr(ops, "le", None)
     return fn(a, b) if fn is not None else a <= b
 
 
-def _ite(ops: Any, cond: Any, a: Any, b: Any) -> Any:
+def op_ite(ops: Any, cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b`` over ``ops`` (a decided condition picks directly)."""
     if isinstance(cond, bool | np.bool_):  # a decided condition (concrete operands)
         return a if cond else b
     fn = getattr(ops, "ite", None)
     return fn(cond, a, b) if fn is not None else (a if cond else b)
 
 
-def _and(ops: Any, a: Any, b: Any) -> Any:
+def op_and(ops: Any, a: Any, b: Any) -> Any:
+    """``a ∧ b`` over ``ops`` (a decided operand simplifies)."""
     for x, y in ((a, b), (b, a)):
         if isinstance(x, bool | np.bool_):
             return y if x else False
@@ -112,7 +118,7 @@ def tree_levels(horizon: Any, k: int, ops: Any = EXACT) -> Any:
     size = k
     bound = _bound(horizon)
     while size <= bound:
-        levels = levels + _ite(ops, _le(ops, size, horizon), 1, 0)
+        levels = levels + op_ite(ops, op_le(ops, size, horizon), 1, 0)
         size *= k
     return levels
 
@@ -130,7 +136,7 @@ def end_level(end: Any, horizon: Any, k: int, ops: Any = EXACT) -> Any:
     bound = _bound(horizon)
     while size <= bound:
         divides = end % size == 0
-        level = level + _ite(ops, _and(ops, _le(ops, size, horizon), divides), 1, 0)
+        level = level + op_ite(ops, op_and(ops, op_le(ops, size, horizon), divides), 1, 0)
         size *= k
     return level
 
@@ -146,10 +152,10 @@ def item_one_levels(horizon: Any, k: int, combine: bool, ops: Any = EXACT) -> An
     bound = _bound(horizon)
     while size <= bound:
         top = end_level(size, horizon, k, ops)
-        rule = _le(ops, h, top)
+        rule = op_le(ops, h, top)
         if not combine:
-            rule = _and(ops, rule, _le(ops, top, h))
-        count = count + _ite(ops, _and(ops, _le(ops, size, horizon), rule), 1, 0)
+            rule = op_and(ops, rule, op_le(ops, top, h))
+        count = count + op_ite(ops, op_and(ops, op_le(ops, size, horizon), rule), 1, 0)
         size *= k
         h += 1
     return count
