@@ -84,8 +84,6 @@ SMALL = 256
 
 _u = sp.Symbol("u", integer=True, positive=True)
 _k = sp.Symbol("k", integer=True, positive=True)
-_w = sp.Symbol("w", integer=True, nonnegative=True)
-_L = sp.Symbol("L", integer=True, positive=True)
 
 
 def _digits() -> Outcome:

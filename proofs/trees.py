@@ -64,10 +64,11 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+import dpref.mechanisms.tree_arith as tree_arith
 from dpref.errors import ParameterError
 from dpref.mechanisms import Honaker, KaryTree, Mechanism
 from dpref.mechanisms.base import MAX_HORIZON
-from dpref.mechanisms.tree_arith import end_level, item_one_levels, level_scale, uniform_split
+from dpref.mechanisms.tree_arith import level_scale, uniform_split
 from dpref.mechanisms.trees import tree_levels
 from proofs.core import (
     ClaimResult,
@@ -150,10 +151,10 @@ def _membership(cls: type[Any]) -> Outcome:
         end = FreeEnd(ops.z3)
         parts = [
             levels_characterised(ops, L, _usable(ops, T_, k_), _top(k_)),
-            ops.lt(end_level(end, T_, k_, ops), L),  # no released node at a level ≥ L
+            ops.lt(tree_arith.end_level(end, T_, k_, ops), L),  # no released node at a level ≥ L
         ]
         for comb in (False, True) if issubclass(cls, KaryTree) else (m.combine_children,):
-            parts.append(ops.eq(item_one_levels(T_, k_, comb, ops), L))
+            parts.append(ops.eq(tree_arith.item_one_levels(T_, k_, comb, ops), L))
         how = prove_for_all_T(ops.z3.And(*parts), f"{m!r}: levels and item 1's nodes", ops, T_)
         done.append(f"k={k_} ({how})")
     return about_code(
@@ -161,7 +162,7 @@ def _membership(cls: type[Any]) -> Outcome:
         "a released node of each level < L (the release rule end_level, uncombined and "
         "combined); no node of level ≥ L is released at any end; so the worst item lies in "
         "L nodes (an item lies in one aligned interval per level)",
-        evaluates=[cls.levels_at, tree_levels, end_level, item_one_levels],
+        evaluates=[cls.levels_at, tree_levels, tree_arith.end_level, tree_arith.item_one_levels],
         detail="z3 over 64-bit T (8-bit level counts), every end's divisibility pattern free; "
         f"primitives: {', '.join(steps)}; arities {', '.join(done)}",
     )

@@ -282,7 +282,7 @@ def digit_variances(t_max: int, k: int, variances: Sequence[Fraction]) -> list[F
         denom = denom * v.denominator // math.gcd(denom, v.denominator)
     nums = [int(v * denom) for v in variances]
     t = np.arange(1, t_max + 1, dtype=np.int64)
-    levels = tree_levels(t_max, k)
+    levels = min(tree_levels(t_max, k), len(variances))  # a class gives its levels' V_h
     big = max(nums[:levels]) * (k - 1) * levels >= 2**62
     total: npt.NDArray[Any] = np.zeros(t_max, dtype=object if big else np.int64)
     p = 1

@@ -353,7 +353,7 @@ class _Tree(Mechanism):
         est = np.take(noise, pos[0], axis=-1)
         y = est  # level 0's estimates; each level's children are summed before y changes
         p = 1
-        for h in range(1, len(pos)):
+        for h in range(1, min(len(pos), self.levels)):  # the class's levels
             p *= k
             n_h = pos[h].size
             if k == 2:
