@@ -216,7 +216,7 @@ def test_online_level_zero_scale_bug_is_seen() -> None:
     """The power of the test above: an online path that draws every level at level 0's
     scale (the issue's surviving mutant) differs from the batch path by far more than 1e-9."""
     m = KaryTree(epsilon=1, horizon=40, k=3, budget="1/2,1/4,1/8,1/8")
-    online = m.online(rng=3)
+    online: Any = m.online(rng=3)
     online._scales_f = [online._scales_f[0]] * len(online._scales_f)
     x = np.ones(40)
     assert np.max(np.abs(online.run(x) - m.release(x, rng=3))) > 0.1
