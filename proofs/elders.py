@@ -32,6 +32,12 @@ node-release causality with the open-node rule, the privacy sum equal to ε, the
 closed form ``2(LΔ/ε)² n_t``) for every T ≤ 256 with k ∈ {3, 5, 7} and at T = ``limit``
 for every odd k ≤ 21 — evidence, labelled as such.
 
+How the proofs touch the code.  *membership* and *budget* are proven about the code for every
+``1 ≤ T ≤ 2⁶²`` and odd k ≤ 63 (and 2²⁰ + 1): z3 evaluates the class's ``levels_at``
+(``elders_levels``) and the layout's ``block_first_use``; ``budget_terms`` is evaluated at a
+symbolic T and its membership compared by z3 with ``#{j : (k^j + 1)/2 ≤ T}``.  *digits* is a
+lemma; *plan = closed forms* an exhaustive check.
+
 References
 ----------
 .. [1] J. D. Andersson, R. Pagh, T. A. Steiner, S. Torkamani. "Count on Your Elders:

@@ -46,6 +46,14 @@ incidence matrix, so the decomposition is the only linear unbiased estimate.  Th
 statement is checked exactly against the Gauss–Markov estimate
 ``r = D⁻¹A(AᵀD⁻¹A)⁻¹1`` for every t ≤ T at small T, in Fractions.  ∎
 
+How the proofs touch the code.  *membership* and *budget* are proven about the code for every
+``1 ≤ T ≤ 2⁶²``: z3 evaluates the class's ``levels_at`` and the release rule ``end_level`` /
+``item_one_levels`` (:mod:`dpref.mechanisms.tree_arith`, written over an ``ops`` namespace)
+and ``budget_terms`` is evaluated at a symbolic T, its membership compared by z3 with the
+independent count ``⌊log_k T⌋ + 1`` (:mod:`proofs.tree_smt`); *budget (level splits)* evaluates
+``level_scale`` over symbolic shares.  The other rows are lemmas (no class code) or exhaustive
+checks, labelled as such.
+
 References
 ----------
 .. [1] J. Honaker. "Efficient Use of Differentially Private Binary Trees." TPDP 2015.
