@@ -124,21 +124,28 @@ def tree_levels(horizon: Any, k: int, ops: Any = EXACT) -> Any:
 
 
 def end_level(end: Any, horizon: Any, k: int, ops: Any = EXACT) -> Any:
-    """``min(v_k(end), L − 1)``: the level of the largest released node ending at ``end``
-    (the number of j ≥ 1 with ``k^j ≤ T`` and ``k^j | end``).
+    """``min(v_k(end), L − 1)``: the level of the largest released node ending at ``end`` —
+    the number of j with ``1 ≤ j < L`` (``L = tree_levels(T)``, the one level count) and
+    ``k^j | end``.
 
     The uncombined KaryTree releases at ``end`` its node of this level; the combined trees
     release the nodes of every level ≤ it.  ``end`` may be an int, a numpy array (with
     :data:`ARRAY`) or, with concrete ``end``, the horizon may be symbolic.
     """
+    levels = tree_levels(horizon, k, ops)
     level: Any = 0
-    size = k
+    size, j = k, 1
     bound = _bound(horizon)
     while size <= bound:
         divides = end % size == 0
-        level = level + op_ite(ops, op_and(ops, op_le(ops, size, horizon), divides), 1, 0)
-        size *= k
+        level = level + op_ite(ops, op_and(ops, _lt(ops, j, levels), divides), 1, 0)
+        size, j = size * k, j + 1
     return level
+
+
+def _lt(ops: Any, a: Any, b: Any) -> Any:
+    fn = getattr(ops, "lt", None)
+    return fn(a, b) if fn is not None else a < b
 
 
 def item_one_levels(horizon: Any, k: int, combine: bool, ops: Any = EXACT) -> Any:
