@@ -46,6 +46,14 @@ incidence matrix, so the decomposition is the only linear unbiased estimate.  Th
 statement is checked exactly against the Gauss–Markov estimate
 ``r = D⁻¹A(AᵀD⁻¹A)⁻¹1`` for every t ≤ T at small T, in Fractions.  ∎
 
+How the proofs touch the code.  *membership* and *budget* are proven about the code for every
+``1 ≤ T ≤ 2⁶²``: z3 evaluates the class's ``levels_at`` and the release rule ``end_level`` /
+``item_one_levels`` (:mod:`dpref.mechanisms.tree_arith`, written over an ``ops`` namespace)
+and ``budget_terms`` is evaluated at a symbolic T, its membership compared by z3 with the
+independent count ``⌊log_k T⌋ + 1`` (:mod:`proofs.tree_smt`); *budget (level splits)* evaluates
+``level_scale`` over symbolic shares.  The other rows are lemmas (no class code) or exhaustive
+checks, labelled as such.
+
 References
 ----------
 .. [1] J. Honaker. "Efficient Use of Differentially Private Binary Trees." TPDP 2015.
@@ -64,7 +72,11 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+import dpref.mechanisms.tree_arith as tree_arith
+from dpref.errors import ParameterError
 from dpref.mechanisms import Honaker, KaryTree, Mechanism
+from dpref.mechanisms.base import MAX_HORIZON
+from dpref.mechanisms.tree_arith import level_scale, uniform_split
 from dpref.mechanisms.trees import tree_levels
 from proofs.core import (
     ClaimResult,
@@ -72,6 +84,7 @@ from proofs.core import (
     Outcome,
     ProofFailure,
     T,
+    about_code,
     check_identity,
     check_sign,
     checked,
@@ -79,6 +92,16 @@ from proofs.core import (
     label,
     lemma,
     run_claim,
+)
+from proofs.smt import primitive_lemmas
+from proofs.tree_smt import (
+    CountZ3Ops,
+    FreeEnd,
+    PiecewiseOps,
+    indicators_as_symbols,
+    levels_characterised,
+    prove_for_all_T,
+    to_z3,
 )
 
 __all__ = ["PROOFS", "gls_row"]
@@ -89,6 +112,9 @@ PLAN_LIMIT = 512
 """Largest T whose whole plan (O(T²) recombination entries when combined) is checked
 against the closed-form variance here; ``dpref verify`` covers larger T."""
 GLS_LIMIT = {2: 32, 3: 27, 4: 16}
+SMT_ARITIES = (*range(2, 65), 2**31, 2**62)
+"""The arities whose level facts are proven for every T ≤ 2⁶² (k = 2 … 64 is the range of
+``k="auto"``; a larger k has at most a few levels, shown at 2³¹ and 2⁶²)."""
 """Per arity, the largest T of the exact Gauss–Markov comparison."""
 
 h = sp.Symbol("h", integer=True, nonnegative=True)
@@ -97,40 +123,163 @@ Lsym = sp.Symbol("L", integer=True, positive=True)
 
 
 # --------------------------------------------------------------------------- claims
+def _instance(cls: type[Any], k: int, **kw: Any) -> Any:
+    """An instance of ``cls`` with arity k (Honaker has no k: it is binary)."""
+    if issubclass(cls, Honaker):
+        return cls(epsilon=EPSILON, horizon=16, **kw)
+    return cls(epsilon=EPSILON, horizon=16, k=k, **kw)
+
+
+def _arities(cls: type[Any]) -> tuple[int, ...]:
+    return (2,) if issubclass(cls, Honaker) else SMT_ARITIES
+
+
+def _usable(ops: CountZ3Ops, T_: Any, k: int) -> Callable[[int], Any]:
+    """Level j of a k-ary tree is usable by T iff its first node ``[1, k^j]`` is complete,
+    ``k^j ≤ T`` (false past 2⁶² for a bit-vector T ≤ 2⁶²)."""
+    return lambda j: ops.le(k**j, T_) if k**j <= MAX_HORIZON else ops.z3.BoolVal(False)
+
+
+def _top(k: int) -> int:
+    """The first j with ``k^j > 2⁶²``."""
+    j, p = 0, 1
+    while p <= MAX_HORIZON:
+        j, p = j + 1, p * k
+    return j
+
+
 def _membership(cls: type[Any]) -> Outcome:
-    base = kk + 1  # k ≥ 2
-    j = sp.Symbol("j", integer=True, nonnegative=True)
-    check_identity(sp.log(base**j, base), j, "log_k k^j = j")
-    check_sign(base**j - 1, "nonnegative", "item 1's level-j node [1, k^j] is non-empty")
-    count = sp.summation(1, (j, 0, sp.floor(sp.log(T, base))))
-    check_identity(count, sp.floor(sp.log(T, base)) + 1, "#{j ≥ 0: k^j ≤ T}")
-    for T_ in (1, 2, 7, 8, 9, 1000, 2**20):
-        for k_ in (2, 3, 8, 16):
-            if tree_levels(T_, k_) != int(sp.floor(sp.log(T_, k_))) + 1:
-                raise ProofFailure(f"tree_levels({T_}, {k_}) ≠ ⌊log_k T⌋ + 1")
-    return lemma(
-        "worst item lies in L = ⌊log_k T⌋ + 1 nodes (one per level)",
-        "aligned intervals of one level partition the items; item 1's level-j node "
-        "[1, k^j] is released iff k^j ≤ T ⟺ j ≤ ⌊log_k T⌋; tree_levels agrees at sample T, k",
+    ops = CountZ3Ops()
+    T_ = ops.var("T")
+    steps = primitive_lemmas()
+    done = []
+    for k_ in _arities(cls):
+        m = _instance(cls, k_)
+        L = m.levels_at(T_, ops)
+        end = FreeEnd(ops.z3)
+        parts = [
+            levels_characterised(ops, L, _usable(ops, T_, k_), _top(k_)),
+            ops.lt(tree_arith.end_level(end, T_, k_, ops), L),  # no released node at a level ≥ L
+        ]
+        for comb in (False, True) if issubclass(cls, KaryTree) else (m.combine_children,):
+            parts.append(ops.eq(tree_arith.item_one_levels(T_, k_, comb, ops), L))
+        how = prove_for_all_T(ops.z3.And(*parts), f"{m!r}: levels and item 1's nodes", ops, T_)
+        done.append(f"k={k_} ({how})")
+    return about_code(
+        "for every 1 ≤ T ≤ 2⁶²: levels_at(T) = ⌊log_k T⌋ + 1 (j < L ⟺ k^j ≤ T); item 1 lies in "
+        "a released node of each level < L (the release rule end_level, uncombined and "
+        "combined); no node of level ≥ L is released at any end; so the worst item lies in "
+        "L nodes (an item lies in one aligned interval per level)",
+        evaluates=[cls.levels_at, tree_levels, tree_arith.end_level, tree_arith.item_one_levels],
+        detail="z3 over 64-bit T (8-bit level counts), every end's divisibility pattern free; "
+        f"primitives: {', '.join(steps)}; arities {', '.join(done)}",
     )
 
 
 def _budget(cls: type[Any]) -> Outcome:
-    m = _build(cls, 16)
-    terms = m.budget_terms(epsilon=eps, sensitivity=Delta, levels=Lsym)
-    total = sum((t.membership * Delta / t.scale for t in terms), sp.Integer(0))
-    check_identity(total, eps, "Σ_{n ∋ item 1} Δ/b_n with L levels of scale LΔ/ε")
-    for budget in ("mean", "max"):
-        mb = _build(cls, 100, budget=budget)
-        if sum(mb.level_epsilons, Fraction(0)) != mb.declared_epsilon:
-            raise ProofFailure(f"{mb!r}: the level budgets do not sum to ε")
-        if mb.declared_budget() != mb.declared_epsilon:
-            raise ProofFailure(f"{mb!r}: declared budget ≠ ε")
-    return lemma(
-        "Σ_n Δ/b_n = ε (uniform: L·Δ/(LΔ/ε); level budgets: Σ_h ε_h = ε)",
-        "basic composition; level-budget sums checked exactly at T = 100",
+    ops = CountZ3Ops()
+    sym = PiecewiseOps()
+    T_ = ops.var("T")
+    done = []
+    for k_ in _arities(cls):
+        m = _instance(cls, k_)
+        terms = m.budget_terms(sym, horizon=T, epsilon=eps, sensitivity=Delta)
+        total = sum((t.membership * Delta / t.scale for t in terms), sp.Integer(0))
+        check_identity(indicators_as_symbols(total), eps, f"k={k_}: Σ membership·Δ/scale")
+        count = sum((sp.sympify(t.membership) for t in terms), sp.Integer(0))
+        declared = to_z3(count, {T: T_}, ops)
+        prove_for_all_T(
+            levels_characterised(ops, declared, _usable(ops, T_, k_), _top(k_)),
+            f"{m!r}: the declared membership is ⌊log_k T⌋ + 1",
+            ops,
+            T_,
+        )
+        for horizon in sorted(x for x in {1, 2, k_, k_ * k_ - 1, 100, 4096} if x <= 4096):
+            mt = _instance_at(cls, k_, horizon)
+            (term,) = mt.budget_terms()
+            drawn = set(mt.nodes(horizon).scale_table)
+            if (
+                term.membership != mt.levels
+                or drawn != {term.scale}
+                or any(b != term.scale for b in mt.level_scales)
+            ):
+                raise ProofFailure(
+                    f"{mt!r}: declared {term} but the release draws scales {sorted(drawn)} "
+                    f"over {mt.levels} levels"
+                )
+        done.append(f"k={k_}")
+    return about_code(
+        "Σ_{n ∋ item} Δ/b_n = ε for every 1 ≤ T ≤ 2⁶² (uniform level budget)",
+        evaluates=[cls.budget_terms, cls.levels_at, cls.level_scale, uniform_split, tree_levels],
+        detail="budget_terms evaluated at symbolic T, ε, Δ (its level count a sum of "
+        "indicators [k^j ≤ T]): Σ membership·Δ/scale = ε by sympy with the indicators "
+        "free; the declared membership proven = ⌊log_k T⌋ + 1 (j < M ⟺ k^j ≤ T) by z3 for "
+        "every T ≤ 2⁶² — the independent count of the membership claim; the declared "
+        "scale is the one nodes() and online() draw (level_scales) at T ∈ {1, 2, k, k²−1, "
+        f"100, 4096}}; arities {', '.join(done)}",
         value="ε",
     )
+
+
+def _splits(cls: type[Any]) -> Outcome:
+    m = _instance(cls, 3, budget="mean")
+    q = sp.IndexedBase("q", positive=True)
+    hh = sp.Symbol("h", integer=True, nonnegative=True)
+    total = sp.Sum(Delta / m.level_scale(q[hh] * eps, Delta), (hh, 0, Lsym - 1))
+    check_identity(
+        sp.simplify(total.doit()), eps * sp.Sum(q[hh], (hh, 0, Lsym - 1)), "Σ_h Δ/b_h = ε·Σ_h q_h"
+    )
+    return about_code(
+        "any per-level split ε_h = q_h·ε (q_h > 0, Σ_h q_h = 1) over any number L of levels "
+        "costs Σ_h Δ/level_scale(ε_h) = ε",
+        evaluates=[cls.level_scale, level_scale],
+        detail="sympy over symbolic Δ, ε, L and shares q_h; level_budget accepts a split only "
+        "with levels_at(T) positive values summing to ε exactly (the membership claim's L), "
+        "and budget_terms declares the level_scales the release draws — both checked on "
+        "instances by 'budget (level splits) = instances'",
+        value="ε",
+    )
+
+
+def _splits_instances(cls: type[Any], limit: int) -> Outcome:
+    top = min(limit, 64)
+    for T_ in range(1, top + 1):
+        for k_ in (2,) if issubclass(cls, Honaker) else (2, 3, 5):
+            L = tree_levels(T_, k_)
+            split = [EPSILON * f for f in _split(L)]
+            kinds: list[Any] = [",".join(map(str, split))]
+            if T_ in (17, 64):
+                kinds += ["mean", "max"]
+            for budget in kinds:
+                mt = _instance_at(cls, k_, T_, budget=budget)
+                terms = mt.budget_terms()
+                if len(terms) != mt.levels_at(T_) or mt.declared_budget() != EPSILON:
+                    raise ProofFailure(
+                        f"{mt!r}: {len(terms)} level terms, sum {mt.declared_budget()}"
+                    )
+                if [t.scale for t in terms] != [mt.level_scale(e) for e in mt.level_epsilons]:
+                    raise ProofFailure(f"{mt!r}: declared scales ≠ level_scale(ε_h)")
+                if tuple(t.scale for t in terms) != mt.level_scales:
+                    raise ProofFailure(f"{mt!r}: declared scales ≠ the drawn level_scales")
+            for bad in (split[:-1], [*split, EPSILON], [*split[:-1], split[-1] * 2]):
+                try:
+                    _instance_at(cls, k_, T_, budget=",".join(map(str, bad)))
+                except ParameterError:
+                    continue
+                raise ProofFailure(f"T={T_}, k={k_}: the split {bad} was accepted")
+    return checked(
+        "T",
+        top,
+        "a level split has levels_at(T) terms, declares the drawn scales Δ/ε_h, sums to ε; "
+        "a split of the wrong length or sum is refused",
+        "explicit splits (1, 2, …, L)/ΣL·ε for every T, k ∈ {2, 3, 5}; mean and max at T = 17, 64",
+    )
+
+
+def _instance_at(cls: type[Any], k: int, horizon: int, **kw: Any) -> Any:
+    if issubclass(cls, Honaker):
+        return cls(epsilon=EPSILON, horizon=horizon, **kw)
+    return cls(epsilon=EPSILON, horizon=horizon, k=k, **kw)
 
 
 def _weights(cls: type[Any]) -> Outcome:
@@ -145,16 +294,10 @@ def _weights(cls: type[Any]) -> Outcome:
     prev = c.subs(h, h - 1)
     check_identity(c, 2 * prev / (1 + 2 * prev), "c_h = 2c_{h−1}/(1 + 2c_{h−1})")
     check_identity(c, (2 * prev / (1 + 2 * prev)), "w_h = 2c_{h−1}/(1+2c_{h−1}) = c_h")
-    m = _build(cls, 2**12)
-    if isinstance(m, Honaker):
-        got = m.weights()
-        want = tuple(Honaker.uniform_weight(x) for x in range(len(got)))
-        if got[1:] != want[1:] or got[0] != 1:
-            raise ProofFailure(f"Honaker weights {got} ≠ 2^h/(2^(h+1)−1)")
     return lemma(
         "w_h = kV_{h−1}/(σ_h² + kV_{h−1}) minimises the variance; Honaker: w_h = 2^h/(2^{h+1}−1)",
-        "first-order condition and convexity; c_h = 2^h/(2^{h+1}−1) solves the recursion; "
-        "the class's exact weights equal it at T = 4096",
+        "first-order condition and convexity; c_h = 2^h/(2^{h+1}−1) solves the recursion "
+        "(the class's weights are compared with it in 'variance = plan')",
     )
 
 
@@ -166,10 +309,12 @@ def _unbiased(cls: type[Any]) -> Outcome:
             check = m.plan(T_).check_unbiased()
             if not check.passed:
                 raise ProofFailure(f"{m!r}: {check.detail}")
-    return lemma(
+    return checked(
+        "T",
+        64,
         "every combined estimate puts weight 1 on each item of its node; R·A = Q",
-        "induction w_h + (1 − w_h)·1 = 1; the exact plans satisfy R·A = Q for T ≤ 64 "
-        "(optimised level budgets at T = 17 and 64)",
+        "lemma: induction w_h + (1 − w_h)·1 = 1 (sympy); the code: the exact plans satisfy "
+        "R·A = Q for T ≤ 64 (optimised level budgets at T = 17 and 64)",
     )
 
 
@@ -243,6 +388,9 @@ def _variance(cls: type[Any], limit: int) -> Outcome:
                 raise ProofFailure(f"{m!r} t={t_}: Σ_h d_h(t)V_h ≠ plan")
     m = _build(cls, 2**12)
     if isinstance(m, Honaker):
+        got = m.weights()
+        if got[0] != 1 or got[1:] != tuple(Honaker.uniform_weight(x) for x in range(1, len(got))):
+            raise ProofFailure(f"Honaker weights {got} ≠ 2^h/(2^(h+1)−1)")
         unit = 2 * (m.levels * m.sensitivity / m.declared_epsilon) ** 2
         for x, v in enumerate(m.variance_of_levels()):
             if v != unit * Honaker.uniform_weight(x):
@@ -250,7 +398,8 @@ def _variance(cls: type[Any], limit: int) -> Outcome:
     return checked(
         "t",
         top,
-        "Var(out_t) = Σ_h d_h(t)·V_h = plan 2Σ r²b² (Honaker: V_h = 2(LΔ/ε)²·2^h/(2^{h+1}−1))",
+        "Var(out_t) = Σ_h d_h(t)·V_h = plan 2Σ r²b² (Honaker: w_h = 2^h/(2^{h+1}−1), "
+        "V_h = 2(LΔ/ε)²·w_h at T = 4096)",
         "; ".join(repr(m) for m in _instances(cls, top)),
     )
 
@@ -322,6 +471,8 @@ def _prove(cls: type[Any], limit: int) -> list[ClaimResult]:
     rows = [
         run_claim(name, "membership", lambda: _membership(cls)),
         run_claim(name, "budget", lambda: _budget(cls)),
+        run_claim(name, "budget (level splits)", lambda: _splits(cls)),
+        run_claim(name, "level splits = instances", lambda: _splits_instances(cls, limit)),
         run_claim(name, "weights", lambda: _weights(cls)),
         run_claim(name, "unbiased", lambda: _unbiased(cls)),
         run_claim(name, "best linear unbiased causal", lambda: _blue(cls)),

@@ -196,6 +196,7 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.smooth",
         "proofs.factorization",
         "proofs.trees",
+        "proofs.tree_smt",
         "proofs.zcdp",
         "proofs.registry",
         "proofs.sanitize",

@@ -52,17 +52,26 @@ from dpref.errors import ParameterError
 from dpref.lower_bounds import Decay, prefix_decay
 from dpref.mechanisms.base import (
     EXACT,
+    MAX_HORIZON,
     BudgetTerm,
     Example,
     Mechanism,
     NodeTable,
     OnlineCounter,
 )
+from dpref.mechanisms.tree_arith import ARRAY, op_ite, op_le
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
 from dpref.validation import ceil_float, check_int_range, fmt
 
-__all__ = ["MAX_K", "Elders", "balanced_digits", "elders_levels"]
+__all__ = [
+    "MAX_K",
+    "Elders",
+    "balanced_digits",
+    "block_first_use",
+    "elders_levels",
+    "elders_scale",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -75,16 +84,41 @@ MAX_K = 2**20 + 1
 with k > 2T − 1 only the leaves are used and the mechanism is Simple II."""
 
 
-def elders_levels(horizon: int, k: int) -> int:
+def elders_levels(horizon: Any, k: int, ops: Any = EXACT) -> Any:
     """``L = H + 1`` with ``H = max{j ≥ 0 : k^j ≤ 2T − 1}``: the levels an output can use.
 
     ``r_j(t) ≠ 0`` for some ``t ≤ T`` iff ``(k^j + 1)/2 ≤ T``, i.e. ``k^j ≤ 2T − 1``.
+    Evaluated over ``ops`` (an int for an int T; a z3 or sympy expression for a symbolic
+    ``1 ≤ T ≤ 2⁶²``, summing ``[k^j ≤ 2T − 1]`` over the powers up to ``2⁶³``): the one level
+    count of the budget, the layout and the declaration (``proofs/elders.py`` evaluates it).
     """
-    h, power = 0, k
-    while power <= 2 * horizon - 1:
-        h += 1
+    top = 2 * horizon - 1
+    bound = 2 * int(horizon) - 1 if isinstance(horizon, int | np.integer) else 2 * MAX_HORIZON
+    levels: Any = 1
+    power = k
+    while power <= bound:
+        levels = levels + op_ite(ops, op_le(ops, power, top), 1, 0)
         power *= k
-    return h + 1
+    return levels
+
+
+def elders_scale(levels: Any, sensitivity: Any, epsilon: Any) -> Any:
+    """``LΔ/ε``: every node's Laplace scale (exact; symbols allowed)."""
+    return levels * sensitivity / epsilon
+
+
+def block_first_use(m: Any, j: int, k: int, ops: Any = EXACT) -> Any:
+    """The first t whose output uses level-j block m (``[m k^j + 1, (m+1)k^j]``), for a
+    block that is not a middle child: a forward child ``s < (k−1)/2`` of parent c is first
+    added when ``r_j`` reaches its end, ``c·k^{j+1} + (s+1)k^j − (k^j − 1)/2``; a backward
+    child is first subtracted when ``r_{j+1}`` reaches the parent's end,
+    ``(c+1)k^{j+1} − (k^{j+1} − 1)/2``.  Ints, or numpy arrays with
+    :data:`~dpref.mechanisms.tree_arith.ARRAY` (the layout)."""
+    u = k**j
+    U = u * k
+    half, HALF = (u - 1) // 2, (U - 1) // 2
+    c, s = m // k, m % k
+    return op_ite(ops, s < (k - 1) // 2, c * U + (s + 1) * u - half, (c + 1) * U - HALF)
 
 
 def balanced_digits(t: int, k: int) -> list[int]:
@@ -108,21 +142,19 @@ def _rounded(t: IntArray, u: int) -> IntArray:
 
 
 @lru_cache(maxsize=8)
-def _layout(horizon: int, k: int) -> tuple[IntArray, IntArray, IntArray, tuple[IntArray, ...]]:
+def _layout(
+    horizon: int, k: int, levels: int
+) -> tuple[IntArray, IntArray, IntArray, tuple[IntArray, ...]]:
     """``(lo, hi, release, index)`` in canonical order, and per level the canonical index of
     block m (−1 where no node is released).  Read-only arrays (cached)."""
-    T = horizon
-    L = elders_levels(T, k)
+    T, L = horizon, levels
     los, his, rel, lev, ms = [], [], [], [], []
     mid = (k - 1) // 2
     for j in range(L):
         u = k**j
-        U = u * k
-        half, HALF = (u - 1) // 2, (U - 1) // 2
         m = np.arange((T - 1) // u + 1, dtype=np.int64)  # blocks that start at or before T
-        c, s = m // k, m % k
-        first = np.where(s < mid, c * U + (s + 1) * u - half, (c + 1) * U - HALF)
-        keep = (s != mid) & (first <= T)
+        first = block_first_use(m, j, k, ARRAY)
+        keep = (m % k != mid) & (first <= T)
         m = m[keep]
         los.append(m * u + 1)
         his.append(np.minimum((m + 1) * u, T))
@@ -146,14 +178,14 @@ def _layout(horizon: int, k: int) -> tuple[IntArray, IntArray, IntArray, tuple[I
     return lo, hi, release, tuple(index)
 
 
-def _digit_bounds(horizon: int, k: int) -> list[tuple[IntArray, IntArray]]:
+def _digit_bounds(horizon: int, k: int, levels: int) -> list[tuple[IntArray, IntArray]]:
     """Per level j, ``(r_j/k^j, r_{j+1}/k^j)`` for every t = 1..T.
 
     For odd u, ``r/u = ⌊t/u + 1/2⌋ = ⌊(t + (u−1)/2)/u⌋`` (``2t + u`` is odd, so never a
     multiple of 2u): one integer division per level.
     """
     t = np.arange(1, horizon + 1, dtype=np.int64)
-    L = elders_levels(horizon, k)
+    L = levels
     q = [t]
     for j in range(1, L + 1):
         u = k**j
@@ -244,47 +276,60 @@ class Elders(Mechanism):
     @staticmethod
     def levels(horizon: int, k: int) -> int:
         """``L = H + 1`` (see :func:`elders_levels`)."""
-        return elders_levels(horizon, k)
+        return int(elders_levels(horizon, k))
+
+    def levels_at(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """The class's one level count: :func:`elders_levels` of T over ``ops``."""
+        return elders_levels(horizon, self.k, ops)
+
+    def node_scale(self, levels: Any, sensitivity: Any = None, epsilon: Any = None) -> Any:
+        """The class's one node scale: :func:`elders_scale` ``LΔ/ε`` (Δ and the design ε by
+        default; symbols allowed)."""
+        return elders_scale(
+            levels,
+            self.sensitivity if sensitivity is None else sensitivity,
+            self.design_epsilon if epsilon is None else epsilon,
+        )
 
     def _levels(self, horizon: int | None = None) -> int:
         T = self.horizon if horizon is None else horizon
         assert T is not None
-        return elders_levels(T, self.k)
+        return int(self.levels_at(T))
 
     def _scale(self) -> Fraction:
-        return Fraction(self._levels()) * self.sensitivity / self.design_epsilon
+        return Fraction(self.node_scale(self._levels()))
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """One node per level, L levels, each of scale ``LΔ/ε`` (``levels`` may be given as a
-        symbol by the proofs)."""
-        eps = s.get("epsilon", self.design_epsilon)
-        delta = s.get("sensitivity", self.sensitivity)
-        L = s.get("levels", self._levels(s.get("horizon", self.horizon)))
-        return [BudgetTerm("level", L, L * delta / eps)]
+        """One node per level, ``L = levels_at(T)`` levels (over ``ops``, for the
+        ``horizon`` given), each of scale ``node_scale(L)`` — the functions the release
+        draws with."""
+        L = self.levels_at(s.get("horizon", self.horizon), ops)
+        scale = self.node_scale(L, s.get("sensitivity"), s.get("epsilon"))
+        return [BudgetTerm("level", L, scale)]
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         return Fraction(self._levels()) * self.sensitivity / self._scale()
 
     # ------------------------------------------------------------- the plan
     def nodes(self, horizon: int) -> NodeTable:
-        lo, hi, _, _ = _layout(horizon, self.k)
+        lo, hi, _, _ = _layout(horizon, self.k, self._levels(horizon))
         return NodeTable(lo.copy(), hi.copy(), (self._scale(),), np.zeros(lo.size, np.int64))
 
     def release_times(self, horizon: int) -> IntArray:
         """The first t whose output uses the node (its noise is drawn then)."""
-        return _layout(horizon, self.k)[2].copy()
+        return _layout(horizon, self.k, self._levels(horizon))[2].copy()
 
     def node_count(self, horizon: int) -> int:
-        return int(_layout(horizon, self.k)[0].size)
+        return int(_layout(horizon, self.k, self._levels(horizon))[0].size)
 
     def noise_scales(self, horizon: int) -> FloatArray | float:
         return ceil_float(self._scale())
 
     def recombination(self, horizon: int) -> ExactSparse:
-        _, _, _, index = _layout(horizon, self.k)
+        _, _, _, index = _layout(horizon, self.k, self._levels(horizon))
         rows, cols, signs = [], [], []
         t = np.arange(horizon, dtype=np.int64)
-        for j, (a, b) in enumerate(_digit_bounds(horizon, self.k)):
+        for j, (a, b) in enumerate(_digit_bounds(horizon, self.k, self._levels(horizon))):
             start, stop = np.minimum(a, b), np.maximum(a, b)
             n = stop - start
             total = int(n.sum())
@@ -315,7 +360,7 @@ class Elders(Mechanism):
         """
         T = self._horizon_for(horizon)
         k, mid = self.k, (self.k - 1) // 2
-        L = elders_levels(T, k)
+        L = self._levels(T)
         total = np.zeros(T, dtype=np.int64)
         for start in range(0, T, _CHUNK):  # bounded temporaries whatever T
             t = np.arange(start + 1, min(T, start + _CHUNK) + 1, dtype=np.int64)
@@ -361,7 +406,7 @@ class Elders(Mechanism):
         ``G_j(q) = C_j(q) − C_j(k q_{j+1}) + G_{j+1}(q_{j+1})`` from the top level down, and
         the noise part of the output at t is ``G_0(t)``.  Each level costs O(T/k^j) plus
         one ``np.repeat``."""
-        _, _, _, index = _layout(horizon, self.k)
+        _, _, _, index = _layout(horizon, self.k, self._levels(horizon))
         k, mid = self.k, (self.k - 1) // 2
         lead = noise.shape[:-1]
         L = len(index)

@@ -37,49 +37,70 @@ References
 
 from __future__ import annotations
 
-import functools
-import math
-from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpref.caching import BytesCache
 from dpref.domains import Domain
-from dpref.dyadic import binary_noise_sum
-from dpref.errors import DprefTypeError, ParameterError
+from dpref.errors import ParameterError
 from dpref.lower_bounds import Decay, prefix_decay
 from dpref.mechanisms.base import (
     EXACT,
-    MAX_HORIZON,
     BudgetTerm,
     Example,
     Mechanism,
     NodeTable,
     OnlineCounter,
 )
+from dpref.mechanisms.tree_arith import (
+    combined_variances,
+    combined_weights,
+    digit_counts,
+    digit_sums,
+    digit_variances,
+    level_scale,
+    level_variances,
+    level_weights,
+    max_digit_vectors,
+    tree_levels,
+    tree_objective,
+    uniform_split,
+)
+from dpref.mechanisms.tree_budgets import (
+    BUDGET_GRID,
+    BUDGETS,
+    MAX_BUDGET_STRING,
+    MAX_LEVEL_NOISE,
+    OBJECTIVES,
+    check_combine,
+    check_k,
+    design_level_budget,
+    level_budget,
+    validate_budget_form,
+)
+from dpref.mechanisms.tree_layout import LAYOUTS, cat, prefix_sum_of_nodes, valuations
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
-from dpref.validation import (
-    ceil_float,
-    check_choice,
-    check_fraction,
-    check_int_range,
-    fmt,
-)
+from dpref.validation import ceil_float, check_choice, fmt
 
 __all__ = [
     "AUTO_K_MAX",
+    "BUDGETS",
     "BUDGET_GRID",
     "FRONTIER_K_MAX",
+    "MAX_BUDGET_STRING",
     "MAX_LEVEL_NOISE",
+    "OBJECTIVES",
     "Honaker",
     "KaryTree",
+    "check_combine",
+    "check_k",
     "combined_variances",
     "combined_weights",
     "design_level_budget",
+    "digit_counts",
     "digit_sums",
     "digit_variances",
     "level_budget",
@@ -93,510 +114,10 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-BUDGETS = ("uniform", "mean", "max")
-"""The named level budgets (an explicit sequence of ε_h is the fourth kind)."""
-OBJECTIVES = ("mean", "max")
-"""What ``k="auto"`` and the optimised budgets minimise over t ≤ T."""
 AUTO_K_MAX = 64
 """``k="auto"`` searches k = 2 … min(max(T, 2), AUTO_K_MAX)."""
 FRONTIER_K_MAX = 32
 """``KaryTree.frontier_variants`` lists k = 2 … min(max(T, 2), FRONTIER_K_MAX)."""
-BUDGET_GRID = 2**32
-"""An optimised split is rounded to multiples of ε/BUDGET_GRID (the largest share takes the
-remainder, so the split sums to ε exactly)."""
-MAX_LEVEL_NOISE = Fraction(2**1000)
-"""Largest node scale (Laplace) or variance (Gaussian) a level budget may give a level:
-a finite float, with room for the sums over at most 63 levels."""
-MAX_BUDGET_STRING = 64_000
-"""Longest budget string accepted (63 levels of at most 1000 characters each)."""
-
-
-# ------------------------------------------------------------ exact tree arithmetic
-def tree_levels(horizon: int, k: int) -> int:
-    """``L = ⌊log_k T⌋ + 1``: the number of j ≥ 0 with ``k^j ≤ T`` (exact integers)."""
-    levels, size = 1, k
-    while size <= horizon:
-        levels += 1
-        size *= k
-    return levels
-
-
-def _digits(t: int, k: int, levels: int) -> list[int]:
-    out = []
-    for _ in range(levels):
-        t, d = divmod(t, k)
-        out.append(d)
-    return out
-
-
-def digit_sums(horizon: int, k: int, levels: int) -> list[int]:
-    """``S_h = Σ_{t=1}^{T} d_h(t)`` for h < levels, exactly (O(levels) work).
-
-    Among ``0 … T`` the digit h cycles through ``0 … k−1`` in runs of ``k^h``: every full
-    period of ``k^{h+1}`` numbers contributes ``k^h·k(k−1)/2``; the partial period of
-    ``r`` numbers contributes ``k^h·Σ_{d<⌊r/k^h⌋} d + ⌊r/k^h⌋·(r mod k^h)``.
-    """
-    out = []
-    n = horizon + 1  # the numbers 0 … T
-    for h in range(levels):
-        p = k**h
-        full, rem = divmod(n, p * k)
-        q, r = divmod(rem, p)
-        out.append(full * p * (k * (k - 1) // 2) + p * (q * (q - 1) // 2) + q * r)
-    return out
-
-
-def max_digit_vectors(horizon: int, k: int, levels: int) -> list[list[int]]:
-    """Digit vectors that dominate every t ≤ T (``max_t Σ_h d_h(t)a_h`` for a_h ≥ 0 is the
-    max over them): T itself, and for each nonzero digit h of T the number that agrees
-    with T above h, has digit ``d_h(T) − 1`` at h and ``k − 1`` below (any t < T first
-    differs from T at some h where its digit is smaller, so one of these dominates it
-    digit by digit)."""
-    top = _digits(horizon, k, levels)
-    out = [top]
-    for h in range(levels):
-        if top[h] > 0:
-            out.append([k - 1] * h + [top[h] - 1] + top[h + 1 :])
-    return [v for v in out if any(v)]
-
-
-def level_variances(scales: Sequence[Fraction], k: int, combine: bool) -> tuple[Fraction, ...]:
-    """Per level, the variance of one decomposition node's estimate, exactly, for Laplace
-    scales ``b_h`` (node variances ``2b_h²``): :func:`combined_variances`."""
-    return combined_variances([2 * b * b for b in scales], k, combine)
-
-
-def combined_variances(
-    node_variances: Sequence[Fraction], k: int, combine: bool
-) -> tuple[Fraction, ...]:
-    """Per level, the variance of one decomposition node's estimate, exactly, from the
-    node variances ``σ_h²`` (``2b_h²`` for Laplace, the Gaussian σ_h² otherwise).
-
-    Uncombined: ``σ_h²``.  Combined: ``V_0 = σ_0²`` and
-    ``1/V_h = 1/σ_h² + 1/(k V_{h−1})`` (inverse-variance combination of the node's own
-    noisy value with the sum of its k children's independent combined estimates).
-    """
-    sig = list(node_variances)
-    if not combine:
-        return tuple(sig)
-    out = [sig[0]]
-    for s in sig[1:]:
-        prev = k * out[-1]
-        out.append(s * prev / (s + prev))
-    return tuple(out)
-
-
-def level_weights(scales: Sequence[Fraction], k: int) -> tuple[Fraction, ...]:
-    """``w_h = V_h/σ_h²`` (``w_0 = 1``): the weight of a node's own noisy value in its
-    combined estimate; ``1 − w_h = V_h/(k V_{h−1})`` goes to the children's sum."""
-    return combined_weights([2 * b * b for b in scales], k)
-
-
-def combined_weights(node_variances: Sequence[Fraction], k: int) -> tuple[Fraction, ...]:
-    """``w_h = V_h/σ_h²`` from the node variances σ_h² (:func:`combined_variances`)."""
-    var = combined_variances(node_variances, k, True)
-    return tuple(v / s for v, s in zip(var, node_variances, strict=True))
-
-
-def tree_objective(variances: Sequence[Fraction], horizon: int, k: int, objective: str) -> Fraction:
-    """Exact mean (over t = 1 … T) or maximum of ``Var(out_t) = Σ_h d_h(t)·V_h``."""
-    levels = len(variances)
-    if objective == "mean":
-        sums = digit_sums(horizon, k, levels)
-        return sum((s * v for s, v in zip(sums, variances, strict=True)), Fraction(0)) / horizon
-    return max(
-        sum((d * v for d, v in zip(vec, variances, strict=True)), Fraction(0))
-        for vec in max_digit_vectors(horizon, k, levels)
-    )
-
-
-def digit_counts(t_max: int, k: int, levels: int) -> npt.NDArray[np.integer[Any]]:
-    """``d_h(t)``, the base-k digits of t = 1 … t_max, shape (levels, t_max), in the
-    smallest unsigned dtype that holds ``k − 1`` (a byte per digit for k ≤ 256)."""
-    dtype = np.min_scalar_type(k - 1)
-    out = np.empty((levels, t_max), dtype=dtype)
-    t = np.arange(1, t_max + 1, dtype=np.int64)
-    p = 1
-    for h in range(levels):
-        out[h] = (t // p) % k
-        p *= k
-    return out
-
-
-def digit_variances(t_max: int, k: int, variances: Sequence[Fraction]) -> list[Fraction]:
-    """``Σ_h d_h(t)·V_h`` for t = 1 … t_max, exactly (vectorised over a common denominator)."""
-    denom = 1
-    for v in variances:
-        denom = denom * v.denominator // math.gcd(denom, v.denominator)
-    nums = [int(v * denom) for v in variances]
-    t = np.arange(1, t_max + 1, dtype=np.int64)
-    levels = tree_levels(t_max, k)
-    big = max(nums[:levels]) * (k - 1) * levels >= 2**62
-    total: npt.NDArray[Any] = np.zeros(t_max, dtype=object if big else np.int64)
-    p = 1
-    for h in range(levels):
-        d = (t // p) % k
-        total = total + (d.astype(object) * nums[h] if big else d * nums[h])
-        p *= k
-    cache: dict[int, Fraction] = {}
-    out = []
-    for value in total.tolist():
-        f = cache.get(value)
-        if f is None:
-            f = cache[value] = Fraction(int(value), denom)
-        out.append(f)
-    return out
-
-
-# ------------------------------------------------------------------ level budgets
-def _mixing(levels: int, k: int, combine: bool) -> FloatArray:
-    """M with ``1/V = M y``, ``y_h = ε_h²/2`` (Δ = 1): ``1/V_h = Σ_{j≤h} k^{−(h−j)} y_j`` for
-    the combined tree (unrolling ``1/V_h = 1/σ_h² + 1/(kV_{h−1})``), the identity otherwise."""
-    if not combine:
-        return np.eye(levels)
-    h = np.arange(levels)
-    expo = (h[:, None] - h[None, :]).astype(np.float64)
-    out: FloatArray = np.where(expo >= 0, float(k) ** -np.maximum(expo, 0.0), 0.0)
-    return out
-
-
-@functools.lru_cache(maxsize=512)
-def _optimal_split(
-    horizon: int, k: int, combine: bool, objective: str, gaussian: bool = False
-) -> tuple[Fraction, ...]:
-    """Fractions ``q_h`` of ε (summing to 1 exactly) minimising the objective at Δ = ε = 1.
-
-    The objective scales as ``(Δ/ε)²``, so the split does not depend on ε or Δ.  With
-    ``y_h = q_h²/2`` the level variances are ``V = 1/(M y)`` (:func:`_mixing`), so both
-    objectives and their gradients are closed forms.  ``gaussian=True``: the ``q_h`` are
-    per-level shares of ρ (the L2 objective): node variances ``Δ²/(2ρq_h) ∝ 1/q_h``, so
-    ``y_h = q_h`` (up to the constant 2ρ/Δ², which does not move the optimum).
-    Found numerically, a local optimum (the mean: BFGS over log-weights, from uniform and
-    from the uncombined closed form ``q_h ∝ S_h^{1/3}``, ``S_h^{1/2}`` for Gaussian; the
-    maximum: SLSQP on its epigraph form over :func:`max_digit_vectors`, from uniform and
-    from the mean's optimum), rounded to multiples of ``1/BUDGET_GRID`` (at least 4 of
-    them) with the largest share taking the remainder, and kept only when its exact
-    objective beats uniform's.
-    """
-    from scipy.optimize import minimize
-
-    levels = tree_levels(horizon, k)
-    uniform = tuple([Fraction(1, levels)] * levels)
-    if levels == 1:
-        return uniform
-    sums = np.array([float(s) for s in digit_sums(horizon, k, levels)]) / horizon
-    vecs = np.array(max_digit_vectors(horizon, k, levels), dtype=np.float64)
-    M = _mixing(levels, k, combine)
-    x_uni = np.full(levels, 1.0 / levels)
-
-    def var(x: FloatArray) -> FloatArray:
-        y = x if gaussian else 0.5 * x * x
-        out: FloatArray = 1.0 / (M @ y)
-        return out
-
-    def dy(x: FloatArray) -> FloatArray:
-        """∂y_h/∂x_h."""
-        return np.ones_like(x) if gaussian else x
-
-    norm = float(sums @ var(x_uni))
-    norm_max = float(np.max(vecs @ var(x_uni)))
-
-    def softmax(theta: FloatArray) -> FloatArray:
-        e = np.exp(np.clip(theta, -60.0, 60.0) - np.clip(theta, -60.0, 60.0).max())
-        out: FloatArray = e / e.sum()
-        return out
-
-    def mean_and_grad(theta: FloatArray) -> tuple[float, FloatArray]:
-        x = softmax(theta)
-        v = var(x)
-        g = -dy(x) * (M.T @ (sums * v * v)) / norm  # ∂/∂x of Σ S_h V_h
-        return float(sums @ v) / norm, x * (g - float(x @ g))
-
-    def mean_of(x: FloatArray) -> float:
-        return float(sums @ var(x)) / norm
-
-    # the uncombined optimum of Σ S_h V_h: q ∝ S^{1/3} (Laplace, V ∝ 1/q²), S^{1/2} (Gaussian)
-    cube = np.sqrt(np.maximum(sums, 1e-300)) if gaussian else np.cbrt(np.maximum(sums, 1e-300))
-    best = x_uni
-    for theta0 in (np.zeros(levels), np.log(cube / cube.sum())):
-        res = minimize(mean_and_grad, theta0, jac=True, method="BFGS")
-        cand = softmax(np.asarray(res.x, dtype=np.float64))
-        if np.all(np.isfinite(cand)) and mean_of(cand) < mean_of(best):
-            best = cand
-    x = best
-    if objective == "max":
-
-        def max_of(x: FloatArray) -> float:
-            return float(np.max(vecs @ var(x))) / norm_max
-
-        def g_max(z: FloatArray) -> FloatArray:
-            out: FloatArray = z[levels] - vecs @ var(z[:levels]) / norm_max
-            return out
-
-        def g_jac(z: FloatArray) -> FloatArray:
-            xz = z[:levels]
-            v = var(xz)
-            d = (vecs * (v * v)[None, :]) @ M * dy(xz)[None, :] / norm_max  # −∂(n·V)/∂x
-            return np.hstack([d, np.ones((vecs.shape[0], 1))])
-
-        ones = np.append(np.ones(levels), 0.0)
-        best_max = x_uni
-        for x0 in (x_uni, x):
-            x0 = np.maximum(x0, 1e-6)
-            x0 = x0 / x0.sum()
-            res = minimize(
-                lambda z: float(z[levels]),
-                np.append(x0, max_of(x0)),
-                jac=lambda z: np.append(np.zeros(levels), 1.0),
-                method="SLSQP",
-                bounds=[(1e-9, 1.0)] * levels + [(0.0, None)],
-                constraints=[
-                    {
-                        "type": "eq",
-                        "fun": lambda z: float(np.sum(z[:levels])) - 1.0,
-                        "jac": lambda z: ones,
-                    },
-                    {"type": "ineq", "fun": g_max, "jac": g_jac},
-                ],
-                options={"maxiter": 500, "ftol": 1e-15},
-            )
-            cand = np.asarray(res.x[:levels], dtype=np.float64)
-            if np.all(np.isfinite(cand)) and np.all(cand > 0):
-                cand = cand / cand.sum()
-                if max_of(cand) < max_of(best_max):
-                    best_max = cand
-        x = best_max
-    if not np.all(np.isfinite(x)):
-        return uniform
-    grid = [max(4, round(float(v) * BUDGET_GRID)) for v in x]
-    big = int(np.argmax(x))  # the largest share takes the remainder
-    grid[big] = 0
-    grid[big] = BUDGET_GRID - sum(grid)
-    if grid[big] < 4:
-        return uniform
-    split = tuple(Fraction(g, BUDGET_GRID) for g in grid)
-
-    def exact(qs: tuple[Fraction, ...]) -> Fraction:
-        node_var = [1 / q if gaussian else 2 / (q * q) for q in qs]
-        return tree_objective(combined_variances(node_var, k, combine), horizon, k, objective)
-
-    return split if exact(split) < exact(uniform) else uniform
-
-
-def _check_budget_sequence(
-    budget: Any, levels: int, epsilon: Fraction, total_name: str = "epsilon"
-) -> tuple[Fraction, ...]:
-    if isinstance(budget, str):
-        if len(budget) > MAX_BUDGET_STRING:
-            raise ParameterError(
-                f"budget={fmt(budget)}: at most {MAX_BUDGET_STRING} characters, got {len(budget)}"
-            )
-        items: list[Any] = [p for p in budget.replace(";", ",").split(",")]
-    else:
-        try:
-            arr = np.asarray(budget, dtype=object)
-        except (ValueError, TypeError) as exc:
-            raise DprefTypeError(f"budget={fmt(budget)}: not a sequence ({exc})") from None
-        if arr.ndim != 1:
-            raise DprefTypeError(
-                f"budget={fmt(budget)}: one of {BUDGETS} or a 1-D sequence of per-level ε_h"
-            )
-        items = list(arr.tolist()) if arr.size <= levels + 1 else [None] * arr.size
-    if len(items) != levels:
-        raise ParameterError(
-            f"budget={fmt(budget)}: {len(items)} per-level values, but the tree has "
-            f"L={levels} levels"
-        )
-    values = tuple(check_fraction("budget", v) for v in items)
-    if any(v <= 0 for v in values):
-        raise ParameterError(f"budget={fmt(budget)}: every per-level ε_h must be > 0")
-    total = sum(values, Fraction(0))
-    if total != epsilon:
-        raise ParameterError(
-            f"budget={fmt(budget)}: the per-level values sum to {total}, not "
-            f"{total_name}={epsilon} (they must sum to {total_name} exactly)"
-        )
-    return values
-
-
-def level_budget(
-    budget: Any,
-    *,
-    epsilon: Fraction,
-    horizon: int,
-    k: int,
-    combine: bool,
-    gaussian: bool = False,
-    total_name: str = "epsilon",
-) -> tuple[str, tuple[Fraction, ...]]:
-    """``(kind, (ε_0, …, ε_{L−1}))`` for a budget argument; the ε_h sum to ε exactly.
-
-    ``budget`` is ``"uniform"``, ``"mean"``, ``"max"``, a string of L comma-separated
-    numbers (``"1/2,1/4,1/4"``, the command-line form) or a sequence of L numbers.
-    Raises :class:`~dpref.errors.DprefError` naming ``budget`` otherwise.  With
-    ``gaussian=True`` the total is ρ (named ``total_name``) and the optimised splits
-    minimise the Gaussian variance (:func:`_optimal_split`).
-    """
-    levels = tree_levels(horizon, k)
-    if isinstance(budget, str) and budget.strip() in BUDGETS:
-        kind = budget.strip()
-        if kind == "uniform":
-            return kind, tuple([epsilon / levels] * levels)
-        split = _optimal_split(horizon, k, combine, kind, gaussian)
-        return kind, tuple(epsilon * q for q in split)
-    if isinstance(budget, str) and "," not in budget and budget.strip():
-        # a single word that is not a budget name (a one-level tree takes "1/2" too)
-        try:
-            check_fraction("budget", budget)  # bounded: no "1e999999999"
-        except DprefTypeError:
-            raise
-        except ParameterError:
-            raise ParameterError(
-                f"budget={fmt(budget)}: must be one of {BUDGETS} or L per-level ε_h"
-            ) from None
-    if (
-        isinstance(budget, bool)
-        or budget is None
-        or not (isinstance(budget, str | list | tuple | np.ndarray))
-    ):
-        raise DprefTypeError(
-            f"budget={fmt(budget)}: one of {BUDGETS} or a sequence of L per-level ε_h"
-        )
-    return "explicit", _check_budget_sequence(budget, levels, epsilon, total_name)
-
-
-def design_level_budget(
-    m: Mechanism, budget: Any, *, k: int, combine: bool
-) -> tuple[str, tuple[Fraction, ...]]:
-    """``(kind, ε_h)``: a tree mechanism's level budget as shares of its design ε.
-
-    Pure ε-DP: :func:`level_budget` of ε.  zCDP: the budget is split in ρ (an explicit
-    sequence is L per-level ``ρ_h`` summing to ρ; the optimised splits minimise the
-    Gaussian variance), and level h's design ε is ``ρ_h/ρ`` (at design ε = 1), so its
-    nodes get ``σ_h² = Δ·b_h/(2ρ) = Δ²/(2ρ_h)`` (:meth:`Mechanism.node_variance`).
-    """
-    assert m.horizon is not None
-    total = m.epsilon if m.rho is None else m.rho
-    assert total is not None
-    kind, values = level_budget(
-        budget,
-        epsilon=total,
-        horizon=m.horizon,
-        k=k,
-        combine=combine,
-        gaussian=m.gaussian,
-        total_name="epsilon" if m.rho is None else "rho",
-    )
-    shares = tuple(v * m.design_epsilon / total for v in values)
-    what = "variance" if m.gaussian else "scale"
-    for h, e in enumerate(shares):
-        # a level's node scale Δ/ε_h (Laplace) or variance Δ²/(2ρ_h) (Gaussian) must be a
-        # finite float with room for sums over the levels: refused here, naming budget,
-        # rather than as 'value=…: too large for a float' at release or online()
-        b = m.sensitivity / e
-        if (m.node_variance(b) if m.gaussian else b) > MAX_LEVEL_NOISE:
-            raise ParameterError(
-                f"budget={fmt(budget)}: level {h}'s share {values[h]} is too small, its node "
-                f"{what} would exceed 2^1000 (a float)"
-            )
-    return kind, shares
-
-
-def check_combine(value: Any) -> bool:
-    """A bool, or the strings ``"true"``/``"false"`` (the command-line form)."""
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise DprefTypeError(f"combine={fmt(value)}: must be a bool (true or false)")
-
-
-def check_k(value: Any) -> int | str:
-    """``"auto"`` or an int ``2 ≤ k ≤ 2^62``."""
-    if isinstance(value, str) and value.strip() == "auto":
-        return "auto"
-    if isinstance(value, str):
-        raise ParameterError(f"k={fmt(value)}: must be an int >= 2 or 'auto'")
-    return check_int_range("k", value, 2, MAX_HORIZON)
-
-
-# ------------------------------------------------------------------ vectorised layout
-def _valuations(horizon: int, k: int, levels: int) -> IntArray:
-    """``min(v_k(t), L−1)`` for t = 1 … T (the level of the largest node ending at t)."""
-    t = np.arange(1, horizon + 1, dtype=np.int64)
-    v = np.zeros(horizon, dtype=np.int64)
-    p = k
-    for _ in range(1, levels):
-        v += (t % p) == 0
-        p *= k
-    return v
-
-
-def _digit_groups(key: tuple[int, int]) -> tuple[tuple[npt.NDArray[np.intp], ...], ...]:
-    """``t = 1..T`` with digit sum ≥ 2, grouped by digit sum ascending (0-based), with the
-    positions of their parents ``t − k^{v_k(t)}`` (digit sum one less)."""
-    horizon, k = key
-    levels = tree_levels(horizon, k)
-    t = np.arange(1, horizon + 1, dtype=np.int64)
-    v = _valuations(horizon, k, levels)
-    parent = t - np.asarray(k, dtype=np.int64) ** v
-    ds = np.zeros(horizon, dtype=np.int64)
-    x = t.copy()
-    for _ in range(levels):
-        ds += x % k
-        x //= k
-    order = np.argsort(ds, kind="stable")
-    bounds = np.searchsorted(ds[order], np.arange(2, int(ds.max(initial=1)) + 2))
-    groups = []
-    for g in range(bounds.size - 1):
-        idx = order[bounds[g] : bounds[g + 1]].astype(np.intp)
-        par = (parent[idx] - 1).astype(np.intp)
-        idx.setflags(write=False)
-        par.setflags(write=False)
-        groups.append((idx, par))
-    return tuple(groups)
-
-
-_DIGIT_GROUPS: BytesCache[tuple[int, int], Any] = BytesCache(_digit_groups, 32 << 20)
-
-
-def _prefix_sum_of_nodes(y: FloatArray, k: int) -> FloatArray:
-    """``S(t) = y(t) + S(t − k^{v_k(t)})`` along the last axis: the sum over the k-ary
-    decomposition of [1, t] when ``y(t)`` is the value of the node ending at t."""
-    if k == 2:
-        out: FloatArray = binary_noise_sum(y)
-        return out
-    out = np.array(y, dtype=np.float64, copy=True)
-    for idx, par in _DIGIT_GROUPS.get((out.shape[-1], k)):
-        out[..., idx] += out[..., par]
-    return out
-
-
-def _combined_layout(key: tuple[int, int]) -> tuple[IntArray, tuple[IntArray, ...]]:
-    """Offsets ``off`` (node (h, e) of the combined tree is ``off[e−1] + h``) and, per
-    level, the canonical positions of its nodes (ends ``k^h, 2k^h, …``)."""
-    horizon, k = key
-    levels = tree_levels(horizon, k)
-    count = _valuations(horizon, k, levels) + 1
-    off = np.zeros(horizon + 1, dtype=np.int64)
-    np.cumsum(count, out=off[1:])
-    pos = []
-    p = 1
-    for h in range(levels):
-        ends = np.arange(p, horizon + 1, p, dtype=np.int64)
-        ph = off[ends - 1] + h
-        ph.setflags(write=False)
-        pos.append(ph)
-        p *= k
-    off.setflags(write=False)
-    return off, tuple(pos)
-
-
-_LAYOUTS: BytesCache[tuple[int, int], Any] = BytesCache(_combined_layout, 64 << 20)
-
-
-def _cat(parts: list[IntArray]) -> IntArray:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 # --------------------------------------------------------------------- the mechanisms
@@ -619,11 +140,14 @@ class _Tree(Mechanism):
         assert self.horizon is not None
         self.k = k
         self.combine_children = combine
-        self.budget, self.level_epsilons = design_level_budget(self, budget, k=k, combine=combine)
-        self.level_scales: tuple[Fraction, ...] = tuple(
-            self.sensitivity / e for e in self.level_epsilons
+        self.budget, self.level_epsilons = design_level_budget(
+            self, budget, k=k, combine=combine, levels=self.levels_at(self.horizon)
         )
-        """``b_h = Δ/ε_h`` per level, exact (the Laplace design at :attr:`design_epsilon`)."""
+        self.level_scales: tuple[Fraction, ...] = tuple(
+            self.level_scale(e) for e in self.level_epsilons
+        )
+        """``b_h = Δ/ε_h`` per level, exact (the Laplace design at :attr:`design_epsilon`):
+        :meth:`level_scale` of each share, the function :meth:`budget_terms` declares with."""
         node_var = [self.node_variance(b) for b in self.level_scales]
         self._variances = combined_variances(node_var, k, combine)
         self._weights = combined_weights(node_var, k) if combine else (Fraction(1),) * self.levels
@@ -634,7 +158,23 @@ class _Tree(Mechanism):
         self._scale_table = tuple(table)
         self._scale_of_level = np.array([table.index(b) for b in self.level_scales], dtype=np.int64)
         self._scale_floats = np.array([ceil_float(b) for b in self.level_scales])
-        self._multiplier_floats = np.array([self.noise_multiplier(b) for b in self.level_scales])
+        self.level_multipliers: npt.NDArray[np.float64] = np.array(
+            [self.noise_multiplier(b) for b in self.level_scales]
+        )
+        """Per level, the float a standard draw is multiplied by (rounded up): every path
+        — batch, ``release_many``, ``online()`` — indexes this one array by node level."""
+
+    # ------------------------------------------------- the one level/scale source
+    def levels_at(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """``L = ⌊log_k T⌋ + 1``: :func:`~dpref.mechanisms.tree_arith.tree_levels` over
+        ``ops`` — the level count the budget, the layout cap and the declaration use."""
+        return tree_levels(horizon, self.k, ops)
+
+    def level_scale(self, share: Any, sensitivity: Any = None) -> Any:
+        """``b = Δ/ε_h``: the Laplace scale of a level with budget share ``share``
+        (:func:`~dpref.mechanisms.tree_arith.level_scale`; ``sensitivity`` defaults to
+        Δ, symbols allowed)."""
+        return level_scale(self.sensitivity if sensitivity is None else sensitivity, share)
 
     # ----------------------------------------------------------- declarations
     @property
@@ -656,17 +196,16 @@ class _Tree(Mechanism):
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Item 1 lies in one node of each level; level h has scale ``b_h = Δ/ε_h``.
 
-        Uniform: one term, L nodes of scale ``LΔ/ε`` (``levels`` may be passed as a
-        symbol by the proofs); otherwise one term per level.
+        Uniform: one term, ``L = levels_at(T)`` nodes of scale
+        ``level_scale(uniform_split(ε, L))`` — evaluated over ``ops`` with the ``horizon``,
+        ``epsilon`` and ``sensitivity`` given (symbols in the proofs); otherwise one term
+        per level, of the scales the release draws with (:attr:`level_scales`).
         """
         if self.budget == "uniform":
             eps = s.get("epsilon", self.design_epsilon)
             delta = s.get("sensitivity", self.sensitivity)
-            horizon = s.get("horizon", self.horizon)
-            L = s.get(
-                "levels", tree_levels(horizon, self.k) if isinstance(horizon, int) else self.levels
-            )
-            return [BudgetTerm("level", L, L * delta / eps)]
+            L = self.levels_at(s.get("horizon", self.horizon), ops)
+            return [BudgetTerm("level", L, self.level_scale(uniform_split(eps, L), delta))]
         return [BudgetTerm(f"level {h}", 1, b) for h, b in enumerate(self.level_scales)]
 
     def variance_of_levels(self) -> tuple[Fraction, ...]:
@@ -684,7 +223,7 @@ class _Tree(Mechanism):
         return tree_objective(self._variances, self.horizon, self.k, kind)
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
-        levels = tree_levels(horizon, self.k)
+        levels = self.levels_at(horizon)
         return sum(self.level_epsilons[:levels], Fraction(0))
 
     def target(self, stream: Any) -> FloatArray:
@@ -695,9 +234,6 @@ class _Tree(Mechanism):
         return np.cumsum(x)
 
     # ------------------------------------------------------------------ plan
-    def _levels_at(self, horizon: int) -> int:
-        return tree_levels(horizon, self.k)
-
     def node_count(self, horizon: int) -> int:
         if not self.combine_children:
             return horizon
@@ -709,12 +245,12 @@ class _Tree(Mechanism):
 
     def _node_levels(self, horizon: int) -> tuple[IntArray, IntArray]:
         """(end, level) of every node released up to ``horizon``, canonical order."""
-        levels = self._levels_at(horizon)
-        v = _valuations(horizon, self.k, levels)
+        # the layout's levels (end_level), capped by the class's level count
+        v = np.minimum(valuations(horizon, self.k), self.levels_at(horizon) - 1)
         t = np.arange(1, horizon + 1, dtype=np.int64)
         if not self.combine_children:
             return t, v
-        off, _ = _LAYOUTS.get((horizon, self.k))
+        off, _ = LAYOUTS.get((horizon, self.k))
         count = np.diff(off)
         hi = np.repeat(t, count)
         level = np.arange(int(off[-1]), dtype=np.int64) - np.repeat(off[:-1], count)
@@ -742,14 +278,14 @@ class _Tree(Mechanism):
         if self.rho is None:
             return self.noise_scales(horizon)
         if len(self._scale_table) == 1:
-            return float(self._multiplier_floats[0])
+            return float(self.level_multipliers[0])
         _, level = self._node_levels(horizon)
-        out: FloatArray = self._multiplier_floats[level]
+        out: FloatArray = self.level_multipliers[level]
         return out
 
     def recombination(self, horizon: int) -> ExactSparse:
         k = self.k
-        levels = self._levels_at(horizon)
+        levels = self.levels_at(horizon)
         t = np.arange(1, horizon + 1, dtype=np.int64)
         rows_all: list[IntArray] = []
         cols_all: list[IntArray] = []
@@ -757,7 +293,7 @@ class _Tree(Mechanism):
         table: list[Fraction] = []
         w = self._weights
         if self.combine_children:
-            off, _ = _LAYOUTS.get((horizon, k))
+            off, _ = LAYOUTS.get((horizon, k))
         for h in range(levels):
             p = k**h
             d = (t // p) % k
@@ -786,10 +322,10 @@ class _Tree(Mechanism):
         n = self.node_count(horizon)
         return ExactSparse.from_triples(
             (horizon, n),
-            _cat(rows_all),
-            _cat(cols_all),
+            cat(rows_all),
+            cat(cols_all),
             tuple(table) if self.combine_children else (Fraction(1),),
-            _cat(idx_all),
+            cat(idx_all),
         )
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
@@ -805,19 +341,19 @@ class _Tree(Mechanism):
     ) -> tuple[tuple[Fraction, ...], npt.NDArray[np.integer[Any]]]:
         """``(V_0 … V_{L−1}, d_h(t))``: ``Var(out_t) = Σ_h d_h(t)·V_h``."""
         t_max = self._horizon_for(horizon)
-        levels = tree_levels(t_max, self.k)
+        levels = self.levels_at(t_max)
         return tuple(self._variances[:levels]), digit_counts(t_max, self.k, levels)
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
         if not self.combine_children:
-            return _prefix_sum_of_nodes(noise, self.k)
+            return prefix_sum_of_nodes(noise, self.k)
         k = self.k
-        _, pos = _LAYOUTS.get((horizon, k))
+        _, pos = LAYOUTS.get((horizon, k))
         lead = noise.shape[:-1]
         est = np.take(noise, pos[0], axis=-1)
         y = est  # level 0's estimates; each level's children are summed before y changes
         p = 1
-        for h in range(1, len(pos)):
+        for h in range(1, min(len(pos), self.levels)):  # the class's levels
             p *= k
             n_h = pos[h].size
             if k == 2:
@@ -830,7 +366,7 @@ class _Tree(Mechanism):
             child *= 1.0 - w
             est += child
             y[..., p - 1 :: p] = est
-        return _prefix_sum_of_nodes(y, k)
+        return prefix_sum_of_nodes(y, k)
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _TreeOnline(self, rng, noise)
@@ -857,7 +393,7 @@ class _TreeOnline(OnlineCounter):
         self._k = m.k
         self._combine = m.combine_children
         self._scales = m.level_scales
-        self._scales_f = [float(s) for s in m._multiplier_floats]
+        self._scales_f = [float(s) for s in m.level_multipliers]
         self._w = [float(w) for w in m.weights()]
         L = m.levels
         self._start = [0.0] * L  # prefix count when the open node of each level began
@@ -996,7 +532,7 @@ class KaryTree(_Tree):
         arity = check_k(k)
         flag = check_combine(combine)
         self.objective_kind: str = check_choice("objective", objective, OBJECTIVES)
-        _validate_budget_form(budget)
+        validate_budget_form(budget)
         self.auto = arity == "auto"
         if self.auto and not (isinstance(budget, str) and budget.strip() in BUDGETS):
             raise ParameterError(
@@ -1061,20 +597,6 @@ class KaryTree(_Tree):
         return out
 
 
-def _validate_budget_form(budget: Any) -> None:
-    """The budget's type, before any work (``k="auto"`` builds many budgets)."""
-    if isinstance(budget, str):
-        if len(budget) > MAX_BUDGET_STRING:
-            raise ParameterError(
-                f"budget={fmt(budget)}: at most {MAX_BUDGET_STRING} characters, got {len(budget)}"
-            )
-        return
-    if isinstance(budget, bool) or not isinstance(budget, list | tuple | np.ndarray):
-        raise DprefTypeError(
-            f"budget={fmt(budget)}: one of {BUDGETS} or a sequence of L per-level ε_h"
-        )
-
-
 class Honaker(_Tree):
     """Honaker's tree (streaming): every aligned dyadic node, combined with its children.
 
@@ -1119,7 +641,7 @@ class Honaker(_Tree):
         noise: NoiseKind | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
-        _validate_budget_form(budget)
+        validate_budget_form(budget)
         self._setup(2, True, budget)
 
     @staticmethod
