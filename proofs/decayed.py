@@ -127,6 +127,7 @@ from proofs.core import (
     Outcome,
     ProofFailure,
     SymbolicOps,
+    about_code,
     check_identity,
     check_sign,
     checked,
@@ -134,6 +135,13 @@ from proofs.core import (
     label,
     lemma,
     run_claim,
+)
+from proofs.decayed_code import (
+    allwindow_levels,
+    exponential_left_nodes,
+    polynomial_instance_levels,
+    window_budget,
+    window_levels,
 )
 
 __all__ = ["PROOFS", "DecayedOps"]
@@ -217,18 +225,6 @@ def _membership(ms: list[Any], limit: int) -> Outcome:
 
 
 # ----------------------------------------------------------------- WindowSum
-def _window_budget(cls: type[Any]) -> Outcome:
-    mech = cls(window=5, epsilon=EPSILON)
-    if mech.levels() != 3 or cls(window=8, epsilon=EPSILON).levels() != 4:
-        raise ProofFailure("L must be ⌊log₂W⌋ + 1 (W = 5: 3, W = 8: 4)")
-    total = mech.declared_budget(DECAYED, levels=L, epsilon=eps, sensitivity=Delta)
-    check_identity(total, eps, "L · Δ/(LΔ/ε)")
-    return lemma(
-        "Σ_{n∋i} Δ/b_n = L·Δ/(LΔ/ε) = ε",
-        "one node per level, L = ⌊log₂W⌋ + 1 levels (sizes 1 … 2^K, all a cover can use)",
-    )
-
-
 def _cover_lemma() -> Outcome:
     """The counting step of the cover lemma (module docstring), for symbolic K."""
     # the full adder s + p + c_in = w + 2 c_out, over its 8 cases
@@ -310,7 +306,7 @@ def _window_bounded(cls: type[Any], limit: int) -> Outcome:
 def _zeta_budget(cls: type[Any]) -> Outcome:
     mech = cls(epsilon=EPSILON)
     sym = {"epsilon": eps, "delta": 1 + eta}
-    term = mech.level_epsilon(kk, DECAYED, **sym)
+    term = mech.level_epsilon(kk, DECAYED, sensitivity=Delta, **sym)
     total = sp.summation(term, (kk, 1, sp.oo))
     check_identity(total, eps, "Σ_{k≥1} ε/(ζ(δ)k^δ)")
     terms = mech.budget_terms(DECAYED, levels=4, sensitivity=Delta, **sym)
@@ -328,9 +324,13 @@ def _zeta_budget(cls: type[Any]) -> Outcome:
     rest_h = rest.subs(sp.zeta(1 + eta), s4 + h)
     check_identity(rest_h, eps * h / (s4 + h), "rest = ε·Σ_{k>4} k^{−δ}/ζ(δ)")
     check_sign(rest_h, "positive", "the levels above L keep a positive budget")
-    return lemma(
-        "Σ_{k≥1} ε/(ζ(δ)k^δ) = ε for every δ > 1",
-        "δ = 1 + η, η > 0: Σ k^{−δ} = ζ(δ) (sympy); one node per level per item (partition)",
+    return about_code(
+        "Σ_{k≥1} Δ/scale_k = Σ_{k≥1} ε/(ζ(δ)k^δ) = ε for every δ > 1, ε, Δ",
+        evaluates=[cls.level_epsilon, cls.level_scale_formula, cls.budget_terms],
+        detail="level_epsilon = Δ/level_scale_formula (the formula every path's level_scale "
+        "rounds up) evaluated for symbolic k, δ = 1 + η (η > 0), ε, Δ; Σ k^{−δ} = ζ(δ) "
+        "(sympy); one node per level per item (partition lemma; levels proven for every T "
+        "by the membership row); budget_terms at L = 4 adds up to ε",
         value="ε",
     )
 
@@ -629,7 +629,8 @@ def _prove_window(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
-            ("budget", lambda: _window_budget(cls)),
+            ("membership", lambda: window_levels(cls)),
+            ("budget", lambda: window_budget(cls)),
             ("cover lemma", _cover_lemma),
             ("cover lemma, every window", lambda: _cover_exhaustive(min(limit, 512))),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),
@@ -645,6 +646,7 @@ def _prove_allwindow(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
+            ("membership", lambda: allwindow_levels(cls)),
             ("ζ-weighted level budget", lambda: _zeta_budget(cls)),
             ("rational scales ≥ exact", lambda: _zeta_scales(cls)),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),
@@ -658,6 +660,7 @@ def _prove_exponential(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
+            ("membership", lambda: exponential_left_nodes(cls)),
             ("Assertion 2", lambda: _assertion2(limit)),
             ("sensitivity S(α)", lambda: _exp_sensitivity(cls)),
             ("tail bound", lambda: _exp_tail(cls)),
@@ -677,6 +680,7 @@ def _prove_polynomial(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
+            ("membership", lambda: polynomial_instance_levels(cls)),
             ("(1−β)g ≤ g' ≤ g", lambda: _g_sandwich(limit)),
             ("uniform: series S converges", lambda: _poly_series(cls)),
             ("decaying: both series converge", lambda: _poly_decaying_series(cls)),

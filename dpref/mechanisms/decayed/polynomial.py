@@ -224,9 +224,16 @@ class PolynomialSum(_Decayed):
         return sum((self._cost(i) for i in self.instances(t)), Fraction(0))
 
     @staticmethod
-    def _cost(inst: _Instance) -> Fraction:
+    def instance_membership(inst: _Instance) -> Fraction:
+        """``(1−β)^j L_j``: the worst item's total weight in instance j's nodes, with
+        ``L_j = K_j + 1`` from :func:`~dpref.mechanisms.decayed.common._levels_for_window`
+        (the one level count of the WindowSum instances)."""
+        return inst.weight * (inst.cap + 1)
+
+    @classmethod
+    def _cost(cls, inst: _Instance) -> Fraction:
         """``(1−β)^j L_j / q_j``: instance j's privacy cost in units of ``Δ/λ``."""
-        return inst.weight * (inst.cap + 1) / inst.factor
+        return cls.instance_membership(inst) / inst.factor
 
     def scale(self) -> Fraction:
         """λ rounded up to a float: the scale of every node (uniform: ``≥ SΔ/ε``) or of
@@ -270,7 +277,7 @@ class PolynomialSum(_Decayed):
             S = exact * self.design_epsilon / self.sensitivity
             lam = S * delta / eps
             scales = [self.instance_scale(i) * delta / self.sensitivity for i in insts]
-        members = [i.weight * (i.cap + 1) for i in insts]
+        members = [self.instance_membership(i) for i in insts]
         used = sum((m * lam / b for m, b in zip(members, scales, strict=True)), Fraction(0))
         return [
             *(

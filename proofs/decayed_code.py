@@ -1,0 +1,200 @@
+"""Claims about the decayed sums' own code, for every parameter in range (issue 23).
+
+Each claim here evaluates the functions the release uses — with z3 over 64-bit
+bit-vectors (:class:`proofs.smt.Z3Ops`) for the integer facts, for every value up to
+:data:`dpref.mechanisms.base.MAX_HORIZON` = 2⁶², or with sympy for symbolic ε, Δ, W, δ
+and k — and compares them with an independent derivation:
+
+* WindowSum ``levels``: the level count the nodes, the online counter, the scale and the
+  declaration all read (:meth:`WindowSum.levels`, through
+  :func:`~dpref.mechanisms.decayed.common._levels_for_window`) is, for every
+  ``1 ≤ W ≤ 2⁶²``, the number of aligned node sizes ``2^b`` that fit in a window of W
+  items, ``#{b ≥ 0 : 2^b ≤ W}`` — every size a cover can use, one node of each per item
+  (the partition lemma).  The budget then evaluates :meth:`WindowSum.budget_terms` and
+  :meth:`WindowSum.scale` for symbolic W, ε, Δ: ``L(W)·Δ/(L(W)Δ/ε) = ε`` holds only if the
+  membership and the scale read the same level count.
+* AllWindowSum ``levels at T``: :meth:`AllWindowSum.levels_at` (the tree's levels at T,
+  read by the nodes, the variance, the privacy sum and the declaration) is
+  ``#{b ≥ 0 : 2^b ≤ T}`` for every ``1 ≤ T ≤ 2⁶²`` (a level of size 2^b holds a node by T
+  iff ``2^b ≤ T``).
+* ExponentialSum ``left nodes``: :meth:`ExponentialSum.node_start` gives, for every
+  ``1 ≤ t ≤ 2⁶²``, the aligned node of size ``2^{lsb(t)}`` ending at t (size a power of
+  two, start aligned to it, t an odd multiple of it), and item 1's level-k node is
+  ``[1, 2^{k−1}]`` for every k ≤ 62, so item 1's weight there is ``α^{2^{k−1}−1}`` —
+  which :meth:`ExponentialSum.level_weight` must return for symbolic α and k.
+* PolynomialSum ``instance levels``: every instance's level count ``L_j = K_j + 1`` is
+  :func:`~dpref.mechanisms.decayed.common._levels_for_window` of its window (the claim
+  above, for every ``W_j ≤ 2⁶²``), and :meth:`PolynomialSum.instance_membership` — what the
+  privacy cost and the declaration read — is ``(1−β)^j L_j`` for symbolic β, j, K.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import sympy as sp
+
+from dpref.mechanisms.base import MAX_HORIZON
+from dpref.mechanisms.decayed.common import _levels_for_window
+from proofs.core import (
+    SYMBOLIC,
+    Delta,
+    Outcome,
+    ProofFailure,
+    about_code,
+    check_identity,
+    eps,
+)
+from proofs.smt import BITS, Z3Ops, primitive_lemmas, prove_smt
+
+__all__ = [
+    "allwindow_levels",
+    "exponential_left_nodes",
+    "polynomial_instance_levels",
+    "window_budget",
+    "window_levels",
+]
+
+W_sym = sp.Symbol("W", integer=True, positive=True)
+"""A window size W ≥ 1."""
+
+
+def _sizes_that_fit(ops: Z3Ops, x: Any) -> Any:
+    """``#{b ≥ 0 : 2^b ≤ x}`` — the independent count (a sum of indicators, no log)."""
+    return sum(
+        (ops.ite(ops.le(1 << b, x), 1, 0) for b in range(BITS - 1)),
+        ops.const(0),
+    )
+
+
+def _range(ops: Z3Ops, x: Any) -> list[Any]:
+    return [ops.le(1, x), ops.le(x, MAX_HORIZON)]
+
+
+def _count_claim(fn: Any, what: str) -> tuple[str, str]:
+    """Prove ``fn(x) = #{b : 2^b ≤ x}`` and ``2^{fn(x)−1} ≤ x < 2^{fn(x)}`` for every x in
+    ``[1, 2⁶²]``; returns the two solver verdicts."""
+    ops = Z3Ops()
+    x = ops.var("x")
+    L = fn(ops, x)
+    first = prove_smt(
+        L == _sizes_that_fit(ops, x), f"{what} = #{{b : 2^b ≤ x}}", assumptions=_range(ops, x)
+    )
+    second = prove_smt(
+        ops.z3.And(ops.le(ops.shl(1, L - 1), x), ops.lt(x, ops.shl(1, L))),
+        f"2^({what}−1) ≤ x < 2^{what}",
+        assumptions=_range(ops, x),
+    )
+    return first, second
+
+
+def window_levels(cls: type[Any]) -> Outcome:
+    """WindowSum's level count, for every window 1 ≤ W ≤ 2⁶² (z3)."""
+    mech = cls(window=1, epsilon=1)
+    prims = primitive_lemmas()
+    first, second = _count_claim(lambda ops, w: mech.levels(ops, window=w), "L(W)")
+    return about_code(
+        "L(W) = #{b ≥ 0 : 2^b ≤ W} (every aligned size a window cover can use), "
+        "2^{L−1} ≤ W < 2^L, for every 1 ≤ W ≤ 2⁶²",
+        evaluates=[cls.levels, _levels_for_window],
+        detail=f"z3 over 64-bit W: {first}, {second}; primitives: {', '.join(prims)}; one "
+        "node per size per item (partition lemma), so L(W) is an item's membership",
+        value="⌊log₂W⌋ + 1",
+    )
+
+
+def window_budget(cls: type[Any]) -> Outcome:
+    """The declared budget from the code's levels and scale, symbolic W, ε, Δ (sympy),
+    with the level count proven for every W (z3, :func:`window_levels`)."""
+    mech = cls(window=1, epsilon=1)
+    terms = mech.budget_terms(SYMBOLIC, window=W_sym, epsilon=eps, sensitivity=Delta)
+    if len(terms) != 1:
+        raise ProofFailure(f"expected one node kind (a level), got {len(terms)}")
+    (term,) = terms
+    code_levels = mech.levels(SYMBOLIC, window=W_sym)
+    check_identity(term.membership, code_levels, "membership = levels(W)")
+    check_identity(term.membership * Delta / term.scale, eps, "L(W)·Δ/scale(W)")
+    check_identity(
+        mech.scale(SYMBOLIC, window=W_sym, epsilon=eps, sensitivity=Delta),
+        term.scale,
+        "the release's scale() = the declared scale",
+    )
+    _, second = _count_claim(lambda ops, w: mech.levels(ops, window=w), "L(W)")
+    return about_code(
+        "Σ_{n∋i} Δ/b_n = L(W)·Δ/scale(W) = ε for every W, ε, Δ",
+        evaluates=[cls.budget_terms, cls.scale, cls.levels, _levels_for_window],
+        detail="sympy, symbolic W, ε, Δ: the declared membership is levels(W) and "
+        "L(W)·Δ/scale(W) simplifies to ε (a scale reading another level count fails); "
+        f"L(W) = ⌊log₂W⌋ + 1 = #{{b : 2^b ≤ W}} for every W ≤ 2⁶² (z3: {second})",
+        value="ε",
+    )
+
+
+def allwindow_levels(cls: type[Any]) -> Outcome:
+    """AllWindowSum's levels at T, for every 1 ≤ T ≤ 2⁶² (z3)."""
+    mech = cls(epsilon=1)
+    prims = primitive_lemmas()
+    first, second = _count_claim(lambda ops, t: mech.levels_at(t, ops), "L(T)")
+    return about_code(
+        "L(T) = #{b ≥ 0 : 2^b ≤ T}: level k ≤ L(T) holds item 1's node [1, 2^{k−1}] by T, "
+        "for every 1 ≤ T ≤ 2⁶²",
+        evaluates=[cls.levels_at],
+        detail=f"z3 over 64-bit T: {first}, {second}; primitives: {', '.join(prims)}; "
+        "nodes(), variance_exact, expected_l1_sum and budget_terms read levels_at",
+        value="⌊log₂T⌋ + 1",
+    )
+
+
+def exponential_left_nodes(cls: type[Any]) -> Outcome:
+    """ExponentialSum's node layout for every t ≤ 2⁶² (z3) and item 1's weights (sympy)."""
+    ops = Z3Ops()
+    z3 = ops.z3
+    t = ops.var("t")
+    lo = cls.node_start(t)
+    size = t - lo + 1
+    facts = z3.And(
+        ops.popcount(size) == ops.const(1),  # a power of two
+        z3.URem(lo - 1, size) == ops.const(0),  # aligned
+        z3.URem(t, 2 * size) == size,  # t an odd multiple: the left node of its level
+        ops.le(1, lo),
+    )
+    v1 = prove_smt(
+        facts, "node_start(t): aligned left node of size 2^lsb(t)", assumptions=_range(ops, t)
+    )
+    b = ops.var("b")
+    top = ops.shl(1, b)
+    v2 = prove_smt(
+        cls.node_start(top) == ops.const(1),
+        "node_start(2^(k−1)) = 1",
+        assumptions=[ops.lt(b, 63)],
+    )
+    prims = primitive_lemmas()
+    alpha = sp.Symbol("α", positive=True)
+    k = sp.Symbol("k", integer=True, positive=True)
+    hi = 2 ** (k - 1)  # item 1's level-k node ends at 2^{k−1} (z3 above), starts at 1
+    check_identity(cls.level_weight(k, alpha), alpha ** (hi - 1), "level_weight(k) = α^{u_k − 1}")
+    return about_code(
+        "node t = [node_start(t), t] is the aligned left node of size 2^{lsb(t)} for every "
+        "1 ≤ t ≤ 2⁶²; item 1's level-k node is [1, 2^{k−1}], weight α^{2^{k−1}−1} = "
+        "level_weight(k, α)",
+        evaluates=[cls.node_start, cls.level_weight],
+        detail=f"z3: {v1}, {v2}; sympy for symbolic α, k; primitives: {', '.join(prims)}",
+    )
+
+
+def polynomial_instance_levels(cls: type[Any]) -> Outcome:
+    """PolynomialSum's instance levels (z3, every W_j ≤ 2⁶²) and membership (sympy)."""
+    prims = primitive_lemmas()
+    first, second = _count_claim(lambda ops, w: _levels_for_window(w, ops) + 1, "L_j")
+    rho, K = sp.Symbol("ρ", positive=True), sp.Symbol("K", integer=True, nonnegative=True)
+    j = sp.Symbol("j", integer=True, nonnegative=True)
+    inst = SimpleNamespace(weight=rho**j, cap=K, factor=sp.Integer(1))
+    check_identity(cls.instance_membership(inst), rho**j * (K + 1), "membership = ρ^j·L_j")
+    return about_code(
+        "instance j: L_j = ⌊log₂W_j⌋ + 1 = #{b : 2^b ≤ W_j} for every W_j ≤ 2⁶², and its "
+        "declared membership is (1−β)^j·L_j",
+        evaluates=[_levels_for_window, cls.instance_membership],
+        detail=f"z3: {first}, {second}; sympy for symbolic ρ = 1−β, j, K_j; primitives: "
+        f"{', '.join(prims)}",
+    )
