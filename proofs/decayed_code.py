@@ -23,8 +23,9 @@ and k — and compares them with an independent derivation:
   ``[1, 2^{k−1}]`` for every k ≤ 62, so item 1's weight there is ``α^{2^{k−1}−1}`` —
   which :meth:`ExponentialSum.level_weight` must return for symbolic α and k.
 * PolynomialSum ``instance levels``: every instance's level count ``L_j = K_j + 1`` is
-  :func:`~dpref.mechanisms.decayed.common._levels_for_window` of its window (the claim
-  above, for every ``W_j ≤ 2⁶²``), and :meth:`PolynomialSum.instance_membership` — what the
+  :meth:`PolynomialSum.instance_levels` of its window (through
+  :func:`~dpref.mechanisms.decayed.common._levels_for_window`; the count above, for every
+  ``W_j ≤ 2⁶²``), and :meth:`PolynomialSum.instance_membership` — what the
   privacy cost and the declaration read — is ``(1−β)^j L_j`` for symbolic β, j, K.
 """
 
@@ -153,10 +154,13 @@ def exponential_left_nodes(cls: type[Any]) -> Outcome:
     t = ops.var("t")
     lo = cls.node_start(t)
     size = t - lo + 1
+    zero = ops.const(0)
     facts = z3.And(
-        ops.popcount(size) == ops.const(1),  # a power of two
-        z3.URem(lo - 1, size) == ops.const(0),  # aligned
-        z3.URem(t, 2 * size) == size,  # t an odd multiple: the left node of its level
+        size != zero,
+        size & (size - 1) == zero,  # a power of two
+        (lo - 1) & (size - 1) == zero,  # aligned to it
+        t & size == size,  # t an odd multiple of it: the left node of its level
+        t & (size - 1) == zero,
         ops.le(1, lo),
     )
     v1 = prove_smt(
@@ -186,7 +190,7 @@ def exponential_left_nodes(cls: type[Any]) -> Outcome:
 def polynomial_instance_levels(cls: type[Any]) -> Outcome:
     """PolynomialSum's instance levels (z3, every W_j ≤ 2⁶²) and membership (sympy)."""
     prims = primitive_lemmas()
-    first, second = _count_claim(lambda ops, w: _levels_for_window(w, ops) + 1, "L_j")
+    first, second = _count_claim(lambda ops, w: cls.instance_levels(w, ops), "L_j")
     rho, K = sp.Symbol("ρ", positive=True), sp.Symbol("K", integer=True, nonnegative=True)
     j = sp.Symbol("j", integer=True, nonnegative=True)
     inst = SimpleNamespace(weight=rho**j, cap=K, factor=sp.Integer(1))
@@ -194,7 +198,7 @@ def polynomial_instance_levels(cls: type[Any]) -> Outcome:
     return about_code(
         "instance j: L_j = ⌊log₂W_j⌋ + 1 = #{b : 2^b ≤ W_j} for every W_j ≤ 2⁶², and its "
         "declared membership is (1−β)^j·L_j",
-        evaluates=[_levels_for_window, cls.instance_membership],
+        evaluates=[cls.instance_levels, _levels_for_window, cls.instance_membership],
         detail=f"z3: {first}, {second}; sympy for symbolic ρ = 1−β, j, K_j; primitives: "
         f"{', '.join(prims)}",
     )

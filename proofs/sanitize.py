@@ -146,7 +146,7 @@ def _histogram_delta() -> Outcome:
         evaluates=[
             histogram_sensitivity,
             leaf_domain,
-            Domain.sensitivity.fget,
+            Domain.sensitivity.fget,  # type: ignore[attr-defined]
             stream_item_sensitivity,
         ],
         detail="the code's Δ (histogram_sensitivity → Domain.sensitivity → the sensitivity "

@@ -68,11 +68,14 @@ class _Instance:
 
     __slots__ = ("cap", "d", "factor", "hi_lag", "j", "lo_lag", "weight", "window")
 
-    def __init__(self, j: int, b_prev: int, b_j: int, rho: Fraction, decaying: bool) -> None:
+    def __init__(
+        self, j: int, b_prev: int, b_j: int, rho: Fraction, decaying: bool, levels: int
+    ) -> None:
         self.j = j
         self.window = b_j - b_prev
-        self.cap = _levels_for_window(self.window)
-        """``K_j = ⌊log₂W_j⌋``: the instance has ``L_j = K_j + 1`` levels."""
+        self.cap = levels - 1
+        """``K_j = L_j − 1``: the instance has ``L_j`` levels
+        (:meth:`PolynomialSum.instance_levels` of its window)."""
         self.d = b_prev + 1
         self.lo_lag = b_prev + 1
         self.hi_lag = b_j
@@ -202,7 +205,8 @@ class PolynomialSum(_Decayed):
             j = polynomial_next_break(bp, j - 1, self.c, self.beta)
             bj = self.breakpoint(j)
         self._next_j = j + 1
-        inst = _Instance(j, bp, bj, self.ratio, self.allocation == "decaying")
+        decaying = self.allocation == "decaying"
+        inst = _Instance(j, bp, bj, self.ratio, decaying, int(self.instance_levels(bj - bp)))
         self._instances.append(inst)
         return inst
 
@@ -222,6 +226,14 @@ class PolynomialSum(_Decayed):
         for the uniform allocation)."""
         t = self._horizon_for(horizon)
         return sum((self._cost(i) for i in self.instances(t)), Fraction(0))
+
+    @staticmethod
+    def instance_levels(window: Any, ops: Any = EXACT) -> Any:
+        """``L_j = ⌊log₂W_j⌋ + 1``: the levels of a WindowSum instance of window ``W_j``
+        (:func:`~dpref.mechanisms.decayed.common._levels_for_window`).  The one source of
+        the instances' level counts (nodes, covers, online states, costs, declaration);
+        ``proofs/decayed.py`` proves it for every ``W_j ≤ 2⁶²`` with z3."""
+        return _levels_for_window(window, ops) + 1
 
     @staticmethod
     def instance_membership(inst: _Instance) -> Fraction:

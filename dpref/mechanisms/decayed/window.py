@@ -255,7 +255,9 @@ class WindowSum(_Decayed):
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 is in the nodes ``[1, 2^b]`` released by T: ``min(⌊log₂T⌋, K) + 1``."""
-        return (min(horizon.bit_length() - 1, self.cap) + 1) * self.sensitivity / self.scale()
+        released = min(horizon.bit_length() - 1, self.cap) + 1
+        total: Fraction = released * self.sensitivity / self.scale()
+        return total
 
     def g(self, i: int) -> Fraction:
         """The decay function: 1 for ``i < W``, else 0."""
