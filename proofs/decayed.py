@@ -141,6 +141,7 @@ from proofs.decayed_code import (
     exponential_left_nodes,
     polynomial_instance_levels,
     window_budget,
+    window_cover_levels,
     window_levels,
 )
 
@@ -631,6 +632,7 @@ def _prove_window(cls: type[Any], limit: int) -> list[ClaimResult]:
         [
             ("membership", lambda: window_levels(cls)),
             ("budget", lambda: window_budget(cls)),
+            ("cover reads released levels", lambda: window_cover_levels(cls)),
             ("cover lemma", _cover_lemma),
             ("cover lemma, every window", lambda: _cover_exhaustive(min(limit, 512))),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),

@@ -230,3 +230,17 @@ def test_amplification_claim_reads_the_code(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(ps, "amplified_epsilon", real)
     monkeypatch.setattr(ps, "amplification_cap", lambda e, n: e)  # replace capped at ε₀
     assert _row("StreamingSanitizer", "budget") == FAILED
+
+
+def test_window_cover_claim_reads_the_cover_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    import proofs.decayed_code as pdc
+
+    real = pdc.cover_split
+
+    def one_short(a0: Any, t: Any, floor_log2_of: Any) -> Any:
+        M, ls, lp = real(a0, t, floor_log2_of)
+        return M, ls, lp - 1  # the prefix's last item left out
+
+    monkeypatch.setattr(pdc, "cover_split", one_short)
+    with pytest.raises(Exception, match="does not hold"):
+        pdc.window_cover_levels(WindowSum)
