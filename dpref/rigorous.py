@@ -226,27 +226,48 @@ def exponential_sensitivity_bounds(alpha: Fraction) -> tuple[Fraction, Fraction]
         # The fixed point below bottoms out at one unit (α^{2^k} < 2^{−128}) and its
         # stopping rule then never fires for α < 2^{−28}.  Exactly instead: the exponents
         # 0, 1, 3, 7, … are distinct, so 1 + α ≤ S ≤ 1 + α + Σ_{m≥3} α^m = 1 + α + α³/(1−α).
-        return 1 + a, 1 + a + a**3 / (1 - a)
+        return 1 + a, _tiny_alpha_upper(a)
     return _sensitivity_fixed_point(a.numerator, a.denominator)
+
+
+def _tiny_alpha_upper(a: Any) -> Any:
+    """``1 + α + α³/(1−α)`` ≥ S(α) (Fractions or sympy)."""
+    return 1 + a + a**3 / (1 - a)
+
+
+def _fixed_point_start(num: Any, den: Any, one: Any) -> Any:
+    """``p_1 = ⌈α·one⌉ ≥ α·one`` (α = num/den).  The steps of the upper bound below take
+    ints or the proofs' z3 integers, so ``proofs/decayed.py`` proves each one's direction."""
+    return _ceil_div(num * one, den)
+
+
+def _fixed_point_step(p_up: Any, num: Any, den: Any, one: Any) -> tuple[Any, Any]:
+    """``(term, next)``: ``term = ⌈p·den/num⌉ ≥ p/α`` and ``next = ⌈p²/one⌉ ≥ p²/one``."""
+    return _ceil_div(p_up * den, num), _ceil_div(p_up * p_up, one)
+
+
+def _fixed_point_tail(nxt_up: Any, num: Any, den: Any, one: Any, ratio: Any = Fraction) -> Any:
+    """``(⌈next·den/num⌉/one)/(1 − next/one)`` ≥ ``α^{2^K−1}/(1 − α^{2^K})`` when
+    ``next ≥ α^{2^K}·one`` and ``next < one`` (``ratio(a, b)`` is ``a/b``, exact)."""
+    tail_num = _fixed_point_step(nxt_up, num, den, one)[0]
+    return ratio(tail_num, one) / (1 - ratio(nxt_up, one))
 
 
 def _sensitivity_fixed_point(num: int, den: int) -> tuple[Fraction, Fraction]:
     """:func:`exponential_sensitivity_bounds` for ``α = num/den`` above ``_TINY_ALPHA``."""
     one = 1 << _FIX
-    p_up = _ceil_div(num * one, den)  # ≥ α·2^F
+    p_up = _fixed_point_start(num, den, one)  # ≥ α·2^F
     p_lo = num * one // den
     s_up = s_lo = 0
     while True:
-        term_up = _ceil_div(p_up * den, num)  # ≥ p_k/α
+        term_up, nxt_up = _fixed_point_step(p_up, num, den, one)  # ≥ p_k/α, ≥ p_k²/2^F
         term_lo = p_lo * den // num
         s_up += term_up
         s_lo += term_lo
-        nxt_up = _ceil_div(p_up * p_up, one)
         nxt_lo = p_lo * p_lo // one
         if term_up < one >> 100:
             # tail: Σ_{k>K} ≤ α^{2^K−1}/(1 − α^{2^K}), α^{2^K} = p_{K+1}
-            tail_num = _ceil_div(nxt_up * den, num)
-            s_up_f = Fraction(s_up, one) + Fraction(tail_num, one) / (1 - Fraction(nxt_up, one))
+            s_up_f = Fraction(s_up, one) + _fixed_point_tail(nxt_up, num, den, one)
             return Fraction(s_lo, one), s_up_f
         p_up, p_lo = nxt_up, nxt_lo
 

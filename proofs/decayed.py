@@ -139,6 +139,7 @@ from proofs.core import (
 from proofs.decayed_code import (
     allwindow_levels,
     exponential_left_nodes,
+    exponential_sensitivity_bound,
     polynomial_instance_levels,
     window_budget,
     window_cover_levels,
@@ -665,6 +666,7 @@ def _prove_exponential(cls: type[Any], limit: int) -> list[ClaimResult]:
             ("membership", lambda: exponential_left_nodes(cls)),
             ("Assertion 2", lambda: _assertion2(limit)),
             ("sensitivity S(α)", lambda: _exp_sensitivity(cls)),
+            ("S(α) bound: fixed-point steps", exponential_sensitivity_bound),
             ("tail bound", lambda: _exp_tail(cls)),
             ("Theorem 5 series bound", lambda: _theorem5(cls)),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),

@@ -27,6 +27,12 @@ and k — and compares them with an independent derivation:
   two, start aligned to it, t an odd multiple of it), and item 1's level-k node is
   ``[1, 2^{k−1}]`` for every k ≤ 62, so item 1's weight there is ``α^{2^{k−1}−1}`` —
   which :meth:`ExponentialSum.level_weight` must return for symbolic α and k.
+* ExponentialSum ``S(α) fixed point``: every step of the 128-bit fixed point that gives the
+  rational upper bound of S(α) the scale uses (:mod:`dpref.rigorous`: ``_fixed_point_start``,
+  ``_fixed_point_step``, ``_fixed_point_tail``, ``_ceil_div``, and the tiny-α closed form)
+  rounds in the safe direction for *all* integers (z3), and the induction over k is
+  discharged by sympy; the loop's summation and stopping rule are its structure (the grid
+  rows check the result).
 * PolynomialSum ``instance levels``: every instance's level count ``L_j = K_j + 1`` is
   :meth:`PolynomialSum.instance_levels` of its window (through
   :func:`~dpref.mechanisms.decayed.common._levels_for_window`; the count above, for every
@@ -58,6 +64,7 @@ from proofs.smt import BITS, Z3Ops, primitive_lemmas, prove_smt
 __all__ = [
     "allwindow_levels",
     "exponential_left_nodes",
+    "exponential_sensitivity_bound",
     "polynomial_instance_levels",
     "window_budget",
     "window_cover_levels",
@@ -230,4 +237,84 @@ def polynomial_instance_levels(cls: type[Any]) -> Outcome:
         evaluates=[cls.instance_levels, _levels_for_window, cls.instance_membership],
         detail=f"z3: {first}, {second}; sympy for symbolic ρ = 1−β, j, K_j; primitives: "
         f"{', '.join(prims)}",
+    )
+
+
+class _ZInt:
+    """A z3 integer with the Python operators the fixed-point steps use (``//`` is z3's
+    integer division, the floor for a positive divisor, as Python's)."""
+
+    def __init__(self, e: Any) -> None:
+        self.e = e
+
+    def __mul__(self, o: _ZInt) -> _ZInt:
+        return _ZInt(self.e * o.e)
+
+    def __floordiv__(self, o: _ZInt) -> _ZInt:
+        return _ZInt(self.e / o.e)
+
+    def __neg__(self) -> _ZInt:
+        return _ZInt(-self.e)
+
+
+def exponential_sensitivity_bound() -> Outcome:
+    """The rational upper bound of S(α) the scale uses is ≥ S(α), for every α (z3 + sympy)."""
+    import z3
+
+    from dpref.rigorous import (
+        _ceil_div,
+        _fixed_point_start,
+        _fixed_point_step,
+        _fixed_point_tail,
+        _tiny_alpha_upper,
+    )
+
+    num, den, one, p = (_ZInt(z3.Int(n)) for n in ("num", "den", "one", "p"))
+    pos = [num.e >= 1, den.e > num.e, one.e >= 1]
+    v0 = prove_smt(
+        _fixed_point_start(num, den, one).e * den.e >= num.e * one.e,
+        "p_1 ≥ α·one",
+        assumptions=pos,
+    )
+    term, nxt = _fixed_point_step(p, num, den, one)
+    v1 = prove_smt(
+        z3.And(term.e * num.e >= p.e * den.e, nxt.e * one.e >= p.e * p.e),
+        "term ≥ p/α, next ≥ p²/one",
+        assumptions=[*pos, p.e >= 0],
+    )
+    x = z3.Real("x")  # α^{2^K}, with next ≥ x·one and next < one
+    tail = _fixed_point_tail(p, num, den, one, lambda a, b: z3.ToReal(a.e) / z3.ToReal(b.e))
+    alpha_r = z3.ToReal(num.e) / z3.ToReal(den.e)
+    v2 = prove_smt(
+        tail * (1 - x) >= x / alpha_r,
+        "tail ≥ (α^{2^K}/α)/(1 − α^{2^K})",
+        assumptions=[*pos, x > 0, x < 1, z3.ToReal(p.e) >= x * z3.ToReal(one.e), p.e < one.e],
+    )
+    # the induction p_k ≥ α^{2^{k−1}}·one ⇒ p_{k+1} ≥ p_k²/one ≥ α^{2^k}·one, term_k ≥ α^{2^{k−1}−1}
+    a, kk = sp.Symbol("α", positive=True), sp.Symbol("k", integer=True, positive=True)
+    a_k = a ** (2 ** (kk - 1))
+    check_identity(a_k**2, a ** (2**kk), "(α^{2^{k−1}})² = α^{2^k}")
+    check_identity(a_k / a, a ** (2 ** (kk - 1) - 1), "α^{2^{k−1}}/α = α^{2^{k−1}−1}")
+    # the tiny-α branch: 1 + α + α³/(1−α) = 1 + α + Σ_{m≥3} α^m (α = 1/(1+r))
+    r, m = sp.Symbol("r", positive=True), sp.Symbol("m", integer=True, nonnegative=True)
+    at = 1 / (1 + r)
+    series = 1 + at + sp.summation(at**m, (m, 3, sp.oo))
+    check_identity(_tiny_alpha_upper(at), series, "tiny α: 1 + α + Σ_{m≥3} α^m")
+    return about_code(
+        "every step of the fixed point giving S_up(α) rounds up, for all integers: p_1 ≥ α·one, "
+        "term ≥ p/α, next ≥ p²/one, tail ≥ (x/α)/(1−x); so term_k ≥ α^{2^{k−1}−1}·one and "
+        "S_up ≥ Σ_{k≤K} α^{2^{k−1}−1} + α^{2^K−1}/(1 − α^{2^K}) ≥ S(α)",
+        evaluates=[
+            _ceil_div,
+            _fixed_point_start,
+            _fixed_point_step,
+            _fixed_point_tail,
+            _tiny_alpha_upper,
+        ],
+        detail=f"the fixed point's own steps on z3 integers: p_1 ≥ α·one ({v0}); term ≥ p/α "
+        f"and next ≥ p²/one ({v1}); the tail ≥ (x/α)/(1−x) for next ≥ x·one, next < one "
+        f"({v2}); induction on k (sympy): p_k ≥ α^{{2^{{k−1}}}}·one, so term_k/one ≥ "
+        "α^{2^{k−1}−1}; the tail bound of S beyond K is the 'tail bound' lemma; α ≤ 2^−20: "
+        "1 + α + α³/(1−α) = 1 + α + Σ_{m≥3} α^m ≥ S (distinct exponents 0, 1, 3, 7, …). Not "
+        "covered: the loop's summation and stopping (structure, checked on the grid rows)",
     )

@@ -244,3 +244,15 @@ def test_window_cover_claim_reads_the_cover_code(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(pdc, "cover_split", one_short)
     with pytest.raises(Exception, match="does not hold"):
         pdc.window_cover_levels(WindowSum)
+
+
+def test_s_alpha_claim_reads_the_fixed_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpref.rigorous as rig
+    from proofs.decayed_code import exponential_sensitivity_bound
+
+    def floor_next(p_up: Any, num: Any, den: Any, one: Any) -> tuple[Any, Any]:
+        return rig._ceil_div(p_up * den, num), p_up * p_up // one  # next rounded down
+
+    monkeypatch.setattr(rig, "_fixed_point_step", floor_next)
+    with pytest.raises(Exception, match="does not hold"):
+        exponential_sensitivity_bound()
