@@ -43,7 +43,9 @@ __all__ = [
     "mp_context",
     "mpf_fraction",
     "polynomial_breakpoint",
+    "polynomial_kappa_upper",
     "polynomial_next_break",
+    "polynomial_series_tail",
     "polynomial_series_upper",
     "power_upper",
     "root_power_upper",
@@ -393,6 +395,25 @@ POLYNOMIAL_POWERS: dict[str, tuple[int, int]] = {"uniform": (1, 1), "decaying": 
 ``(1−β)^{jp/q}`` (uniform: ``(1−β)^j``; decaying: ``(1−β)^j/(1−β)^{j/3} = (1−β)^{2j/3}``)."""
 
 
+def polynomial_kappa_upper(rho: Any, c: Any) -> Any:
+    """``κ_up = (1/ρ − 1)·(1443/1000)/c ≥ log₂(1/ρ)/c``: with ``W_j ≤ ρ^{−j/c}`` an instance's
+    levels are ``L_j ≤ κ_up·j + 1`` (``log₂y ≤ (y−1)/ln 2``, ``1/ln 2 < 1443/1000``).
+    Fractions or sympy; the series bound and PolynomialSum's variance bound use it."""
+    return (1 / rho - 1) * Fraction(1443, 1000) / c
+
+
+def polynomial_series_tail(r: Any, kappa: Any, J: Any, x: Any) -> Any:
+    """``r·(κ(J(1−x) + x)/(1−x)² + 1/(1−x))`` — ``Σ_{j≥J} x^j(κj + 1)`` when ``r = x^J``, an
+    upper bound when ``r ≥ x^J`` (Fractions or sympy; ``proofs/decayed.py`` sums the series
+    for symbolic x, κ, J and compares)."""
+    return r * (kappa * (J * (1 - x) + x) / (1 - x) ** 2 + 1 / (1 - x))
+
+
+def _series_step(p: Any, num: Any, den: Any) -> Any:
+    """``⌈p·num/den⌉ ≥ p·x`` (x = num/den): the next fixed-point power, rounded up."""
+    return _ceil_div(p * num, den)
+
+
 @lru_cache(maxsize=64)
 def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "uniform") -> Fraction:
     """Rigorous rational upper bound on PolynomialSum's privacy series.
@@ -416,7 +437,7 @@ def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "unif
     else:
         num, den = _root_upper_fixed(rho, power, root), one
     x = Fraction(num, den)  # ≥ (1−β)^{p/q}
-    kappa = (1 / rho - 1) * Fraction(1443, 1000) / c
+    kappa: Fraction = polynomial_kappa_upper(rho, c)
     total = 0  # fixed point, rounded up
     p = one  # ≥ x^j · 2^F
     j = 0
@@ -430,11 +451,10 @@ def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "unif
                 j_next = polynomial_next_break(bj, j, c, beta)
         if bj > bp:  # W_j = bj − bp items; L_j = ⌊log₂W_j⌋ + 1 = W_j.bit_length()
             total += p * (bj - bp).bit_length()
-        p_next = _ceil_div(p * num, den)
+        p_next = _series_step(p, num, den)
         if j >= 8 and (p_next < one >> 70 or j >= _SERIES_TERMS):
             r = Fraction(p_next, one)  # ≥ x^{j+1}
-            jj = j + 1
-            tail = r * (kappa * (jj * (1 - x) + x) / (1 - x) ** 2 + 1 / (1 - x))
+            tail: Fraction = polynomial_series_tail(r, kappa, j + 1, x)
             return Fraction(total, one) + tail
         p = p_next
         j += 1

@@ -140,6 +140,7 @@ from proofs.decayed_code import (
     allwindow_levels,
     exponential_left_nodes,
     exponential_sensitivity_bound,
+    polynomial_allocation_series,
     polynomial_instance_levels,
     window_budget,
     window_cover_levels,
@@ -686,6 +687,7 @@ def _prove_polynomial(cls: type[Any], limit: int) -> list[ClaimResult]:
         [
             ("membership", lambda: polynomial_instance_levels(cls)),
             ("(1−β)g ≤ g' ≤ g", lambda: _g_sandwich(limit)),
+            ("allocation: series bound's code", polynomial_allocation_series),
             ("uniform: series S converges", lambda: _poly_series(cls)),
             ("decaying: both series converge", lambda: _poly_decaying_series(cls)),
             ("decaying: Lagrange optimum", _lagrange),

@@ -57,6 +57,7 @@ from proofs.core import (
     ProofFailure,
     about_code,
     check_identity,
+    check_sign,
     eps,
 )
 from proofs.smt import BITS, Z3Ops, primitive_lemmas, prove_smt
@@ -65,6 +66,7 @@ __all__ = [
     "allwindow_levels",
     "exponential_left_nodes",
     "exponential_sensitivity_bound",
+    "polynomial_allocation_series",
     "polynomial_instance_levels",
     "window_budget",
     "window_cover_levels",
@@ -317,4 +319,44 @@ def exponential_sensitivity_bound() -> Outcome:
         "α^{2^{k−1}−1}; the tail bound of S beyond K is the 'tail bound' lemma; α ≤ 2^−20: "
         "1 + α + α³/(1−α) = 1 + α + Σ_{m≥3} α^m ≥ S (distinct exponents 0, 1, 3, 7, …). Not "
         "covered: the loop's summation and stopping (structure, checked on the grid rows)",
+    )
+
+
+def polynomial_allocation_series() -> Outcome:
+    """The pieces of PolynomialSum's series bound (the λ every node's scale is built from)."""
+    import z3
+
+    from dpref.rigorous import (
+        _ceil_div,
+        _series_step,
+        polynomial_kappa_upper,
+        polynomial_series_tail,
+    )
+
+    p, num, den = (_ZInt(z3.Int(n)) for n in ("p", "num", "den"))
+    v = prove_smt(
+        _series_step(p, num, den).e * den.e >= p.e * num.e,
+        "p_{j+1} ≥ p_j·x",
+        assumptions=[p.e >= 0, num.e >= 0, den.e >= 1],
+    )
+    r, kap = sp.Symbol("r", positive=True), sp.Symbol("κ", positive=True)
+    J = sp.Symbol("J", integer=True, nonnegative=True)
+    x = 1 / (1 + r)  # x ∈ (0, 1)
+    m = sp.Symbol("m", integer=True, nonnegative=True)  # j = J + m
+    series = x**J * sp.summation(x**m * (kap * (J + m) + 1), (m, 0, sp.oo))
+    check_identity(polynomial_series_tail(x**J, kap, J, x), series, "tail = Σ_{j≥J} x^j(κj+1)")
+    bracket = polynomial_series_tail(sp.Integer(1), kap, J, x)
+    check_sign(bracket, "positive", "the tail grows with r ≥ x^J")
+    c = sp.Symbol("c", positive=True)
+    rho = 1 / (1 + r)  # ρ = 1 − β ∈ (0, 1): 1/ρ − 1 = r
+    gap = polynomial_kappa_upper(rho, c) - r / (c * sp.log(2))
+    check_sign(gap, "nonnegative", "κ_up ≥ (1/ρ − 1)/(c ln 2) ≥ log₂(1/ρ)/c")
+    return about_code(
+        "the series bound's pieces are safe for every input: p_{j+1} ≥ p_j·x (all integers); "
+        "tail(x^J, κ, J, x) = Σ_{j≥J} x^j(κj + 1) and grows with its r; κ_up ≥ log₂(1/ρ)/c",
+        evaluates=[_series_step, _ceil_div, polynomial_series_tail, polynomial_kappa_upper],
+        detail=f"z3 on integers ({v}); sympy for symbolic x = 1/(1+r), κ, J, c (lemma "
+        "ln y ≤ y − 1 for κ: log₂(1/ρ) ≤ (1/ρ − 1)/ln 2). Not about the code: the breakpoints "
+        "W_j (integer roots; '(1−β)g ≤ g' ≤ g' checks them), L_j ≤ κj + 1 from W_j ≤ ρ^{−j/c} "
+        "(lemma), x ≥ (1−β)^{2/3} and q_j ≥ (1−β)^{j/3} (checked in the series rows)",
     )

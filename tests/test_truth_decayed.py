@@ -256,3 +256,15 @@ def test_s_alpha_claim_reads_the_fixed_point(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(rig, "_fixed_point_step", floor_next)
     with pytest.raises(Exception, match="does not hold"):
         exponential_sensitivity_bound()
+
+
+def test_polynomial_series_claim_reads_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpref.rigorous as rig
+    from proofs.decayed_code import polynomial_allocation_series
+
+    def short_tail(r: Any, kappa: Any, J: Any, x: Any) -> Any:
+        return r * (kappa * (J * (1 - x) + x) / (1 - x) + 1 / (1 - x))  # (1−x) not squared
+
+    monkeypatch.setattr(rig, "polynomial_series_tail", short_tail)
+    with pytest.raises(Exception, match="does not hold"):
+        polynomial_allocation_series()

@@ -42,7 +42,9 @@ from dpref.rigorous import (
     check_beta,
     check_c,
     polynomial_breakpoint,
+    polynomial_kappa_upper,
     polynomial_next_break,
+    polynomial_series_tail,
     polynomial_series_upper,
     root_power_upper,
 )
@@ -534,8 +536,8 @@ class PolynomialSum(_Decayed):
         y = Fraction(float(target) ** (1 / 3))
         while y**3 < target:
             y = Fraction(math.nextafter(float(y), math.inf))
-        kappa = (1 / self.ratio - 1) * Fraction(1443, 1000) / self.c
-        tail = y**J * (2 * kappa * (J * (1 - y) + y) / (1 - y) ** 2 + 1 / (1 - y))
+        kappa: Fraction = polynomial_kappa_upper(self.ratio, self.c)
+        tail: Fraction = polynomial_series_tail(y**J, 2 * kappa, J, y)
         if self.rho is None:
             slack = (1 + Fraction(1, 2**50)) ** 2
             return head + 2 * self._lambda_exact**2 * slack * tail
