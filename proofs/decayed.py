@@ -399,9 +399,16 @@ def _exp_sensitivity(cls: type[Any]) -> Outcome:
     budget = sum(t_.membership * Delta / t_.scale for t_ in terms[:6]).subs(S, s6 + tau)
     check_sign(eps - budget, "positive", "S_L/S < 1 when S = S_L + (positive tail)")
     check_identity(budget.subs(tau, 0), eps, "the sum reaches ε in the limit")
-    return lemma(
-        "Σ_{k≤L} α^{2^{k−1}−1}·Δ/(SΔ/ε) ≤ ε, → ε",
-        "Assertion 2: weight of item i's k-th left ancestor ≤ α^{2^{k−1}−1}, item 1 tight",
+    check_identity(
+        mech.scale(DECAYED, S=S, sensitivity=Delta, epsilon=eps), S * Delta / eps, "scale"
+    )
+    return about_code(
+        "Σ_{k≤L} level_weight(k)·Δ/scale(S) ≤ ε for every S ≥ S_L(α), → ε, for symbolic α, ε, Δ",
+        evaluates=[cls.budget_terms, cls.scale, cls.level_weight],
+        detail="budget_terms, the scale formula and the weights evaluated for symbolic α, ε, Δ "
+        "and the bound S (sympy); S = the fixed point's S_up ≥ S(α) ≥ S_L(α) is the 'S(α) "
+        "bound: fixed-point steps' row; the weights are item 1's (membership row; Assertion 2: "
+        "the worst item, checked); the float rounding of the scale is not part of this row",
     )
 
 

@@ -57,8 +57,8 @@ class AllWindowWrongExponent(AllWindowSum):
 class ExponentialHalfScale(ExponentialSum):
     """Draws every node with half the scale S(α)Δ/ε."""
 
-    def scale(self) -> Fraction:
-        return super().scale() / 2
+    def scale(self, ops: Any = dpref.mechanisms.base.EXACT, **s: Any) -> Any:
+        return super().scale(ops, **s) / 2
 
 
 class ExponentialShiftedWeight(ExponentialSum):

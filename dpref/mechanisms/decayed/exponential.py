@@ -114,12 +114,14 @@ class ExponentialSum(_Decayed):
     def base(self) -> Fraction:
         return self.alpha
 
-    def scale(self) -> Fraction:
-        """The per-node Laplace scale: a float ≥ ``S(α)Δ/ε`` (every path draws with it, and
-        :meth:`budget_terms` declares it)."""
-        return Fraction(
-            ceil_float(self.sensitivity_bounds[1] * self.sensitivity / self.design_epsilon)
-        )
+    def scale(self, ops: Any = EXACT, **s: Any) -> Any:
+        """The per-node Laplace scale ``S·Δ/ε``: with no symbols, S the rational upper bound
+        of S(α) and the result rounded up to a float (every path draws with it); with the
+        symbols ``S``, ``sensitivity``, ``epsilon`` the exact formula, which the proofs
+        evaluate.  :meth:`budget_terms` declares it."""
+        S = s.get("S", self.sensitivity_bounds[1])
+        exact = S * s.get("sensitivity", self.sensitivity) / s.get("epsilon", self.design_epsilon)
+        return exact if s else Fraction(ceil_float(exact))
 
     @staticmethod
     def level_weight(k: Any, alpha: Any) -> Any:
@@ -145,7 +147,7 @@ class ExponentialSum(_Decayed):
         T = s.get("horizon", self.horizon)
         L = s.get("levels", 12 if T is None else min(12, int(T).bit_length()))
         S = s["S"] if "S" in s else self.scale() * self.design_epsilon / self.sensitivity
-        scale = S * delta / eps
+        scale = self.scale(ops, S=S, sensitivity=delta, epsilon=eps)
         weights = [self.level_weight(k, alpha) for k in range(1, L + 1)]
         return [
             *(BudgetTerm(f"level_{k}", w, scale) for k, w in enumerate(weights, 1)),

@@ -451,9 +451,11 @@ class AllWindowSum(_Decayed):
         delta_s = s.get("sensitivity", self.sensitivity)
         delta = s.get("delta", self.delta)
         zeta = getattr(ops, "zeta", None)
-        if zeta is not None:
-            return zeta(delta) * k**delta * delta_s / eps
-        return self._zeta_up * power_upper(int(k), delta) * delta_s / eps
+        if zeta is not None:  # sympy: ζ(δ) and k^δ themselves
+            zeta_v, power = zeta(delta), k**delta
+        else:  # their rational upper bounds
+            zeta_v, power = self._zeta_up, power_upper(int(k), delta)
+        return zeta_v * power * delta_s / eps
 
     def level_epsilon(self, k: Any, ops: Any = EXACT, **s: Any) -> Any:
         """``ε_k = Δ/scale_k``: ``ε/(ζ(δ)·k^δ)`` for level k ≥ 1 with the sympy namespace;
