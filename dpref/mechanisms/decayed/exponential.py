@@ -157,7 +157,8 @@ class ExponentialSum(_Decayed):
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """``S_L(α)·Δ/λ`` with ``L = ⌊log₂T⌋ + 1``: item 1's weights, exactly."""
         weights = (self.level_weight(k, self.alpha) for k in range(1, horizon.bit_length() + 1))
-        return sum(weights, Fraction(0)) * self.sensitivity / self.scale()
+        total: Fraction = sum(weights, Fraction(0)) * self.sensitivity / self.scale()
+        return total
 
     def g(self, i: int) -> Fraction:
         """The decay function ``α^i``."""
