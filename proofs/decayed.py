@@ -5,10 +5,12 @@ Every node is released once with ``Lap(b_n)``, so by basic composition the relea
 ``(max_i Σ_{n ∋ i} Δ|a_{n,i}|/b_n)``-DP (Dwork et al. 2006); since no node is ever
 updated, the outputs up to T are a function of the nodes released by T, and a bound
 that holds for every T is the privacy of the unbounded mechanism (the patent's proof
-of Theorem 3).  The claims below are proven with sympy for symbolic ε, Δ and the
-mechanisms' parameters, reading the classes' declarations (``budget_terms``,
-``level_epsilon``); each has an exact exhaustive companion, labelled
-``checked for T ≤ N`` (evidence, not a proof).
+of Theorem 3).  The claims *about the code* (:mod:`proofs.decayed_code`, and the
+ζ budget and S(α) declarations below) evaluate the release's own functions — level
+counts, covers, node layouts and the rigorous bounds' steps with z3 for every value up
+to 2⁶², the scales and declarations with sympy for symbolic ε, Δ and parameters; the
+theorems below that evaluate no class code are *lemmas*; each has an exact exhaustive
+companion, labelled ``checked for T ≤ N`` (evidence, not a proof).
 
 Lemma (partition).  For a fixed level b the aligned intervals
 ``[(m−1)2^b+1, m2^b]``, m ≥ 1, partition the items, so an item lies in at most one
