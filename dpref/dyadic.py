@@ -15,7 +15,8 @@ ending at t ≤ T — in canonical order: by end ascending, then by size ascendi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +30,7 @@ __all__ = [
     "binary_node",
     "binary_noise_sum",
     "bitlen",
+    "cover_split",
     "floor_log2",
     "is_left_node",
     "layout_nodes",
@@ -226,6 +228,18 @@ def window_start0(t: IntArray, window: int | None) -> IntArray:
     return np.maximum(t - window, 0)
 
 
+def cover_split(a0: Any, t: Any, floor_log2_of: Callable[[Any], Any]) -> tuple[Any, Any, Any]:
+    """``(M, ℓ_s, ℓ_p)`` of the canonical cover of ``[a0+1, t]`` (``a0 < t``): h is the
+    highest bit where ``a0`` and t differ, ``M = ⌊t/2^h⌋·2^h``, ``ℓ_s = M − a0`` (the
+    suffix ``[a0+1, M]``) and ``ℓ_p = t − M`` (the prefix ``[M+1, t]``); the cover has one
+    node of size ``2^b`` per 1-bit b of each.  The one computation the vectorised and the
+    scalar covers share, written for ints, int64 arrays and z3 bit-vectors
+    (``floor_log2_of`` is ⌊log₂·⌋ for each), so ``proofs/decayed.py`` can evaluate it."""
+    h = floor_log2_of(a0 ^ t)
+    M = (t >> h) << h
+    return M, M - a0, t - M
+
+
 def aligned_covers(t: IntArray, a0: IntArray) -> Iterator[tuple[int, IntArray, IntArray]]:
     """The canonical cover of ``[a0+1, t]`` by maximal aligned nodes, vectorised.
 
@@ -236,10 +250,7 @@ def aligned_covers(t: IntArray, a0: IntArray) -> Iterator[tuple[int, IntArray, I
     of :func:`aligned_cover`.  Yields ``(b, rows, ends)``: for the rows
     (0-based positions in ``t``) whose cover uses a node of size ``2^b``, its end.
     """
-    h = bitlen(a0 ^ t) - 1
-    M = (t >> h) << h
-    ls = M - a0
-    lp = t - M
+    M, ls, lp = cover_split(a0, t, lambda x: bitlen(x) - 1)
     nbits = int(bitlen(np.array([int(np.max(ls | lp, initial=0))]))[0])
     for b in range(nbits):
         bit = np.int64(1) << b
@@ -258,9 +269,7 @@ def window_cover(s: int, window: int | None) -> list[tuple[int, int]]:
     are those :func:`aligned_covers` yields for row s, in ascending b.
     """
     a0 = 0 if window is None else max(s - window, 0)
-    h = (a0 ^ s).bit_length() - 1
-    M = (s >> h) << h
-    ls, lp = M - a0, s - M
+    M, ls, lp = cover_split(a0, s, lambda x: x.bit_length() - 1)
     out = []
     for b in range(max(ls, lp).bit_length()):
         if lp >> b & 1:

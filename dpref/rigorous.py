@@ -43,7 +43,9 @@ __all__ = [
     "mp_context",
     "mpf_fraction",
     "polynomial_breakpoint",
+    "polynomial_kappa_upper",
     "polynomial_next_break",
+    "polynomial_series_tail",
     "polynomial_series_upper",
     "power_upper",
     "root_power_upper",
@@ -226,27 +228,48 @@ def exponential_sensitivity_bounds(alpha: Fraction) -> tuple[Fraction, Fraction]
         # The fixed point below bottoms out at one unit (α^{2^k} < 2^{−128}) and its
         # stopping rule then never fires for α < 2^{−28}.  Exactly instead: the exponents
         # 0, 1, 3, 7, … are distinct, so 1 + α ≤ S ≤ 1 + α + Σ_{m≥3} α^m = 1 + α + α³/(1−α).
-        return 1 + a, 1 + a + a**3 / (1 - a)
+        return 1 + a, _tiny_alpha_upper(a)
     return _sensitivity_fixed_point(a.numerator, a.denominator)
+
+
+def _tiny_alpha_upper(a: Any) -> Any:
+    """``1 + α + α³/(1−α)`` ≥ S(α) (Fractions or sympy)."""
+    return 1 + a + a**3 / (1 - a)
+
+
+def _fixed_point_start(num: Any, den: Any, one: Any) -> Any:
+    """``p_1 = ⌈α·one⌉ ≥ α·one`` (α = num/den).  The steps of the upper bound below take
+    ints or the proofs' z3 integers, so ``proofs/decayed.py`` proves each one's direction."""
+    return _ceil_div(num * one, den)
+
+
+def _fixed_point_step(p_up: Any, num: Any, den: Any, one: Any) -> tuple[Any, Any]:
+    """``(term, next)``: ``term = ⌈p·den/num⌉ ≥ p/α`` and ``next = ⌈p²/one⌉ ≥ p²/one``."""
+    return _ceil_div(p_up * den, num), _ceil_div(p_up * p_up, one)
+
+
+def _fixed_point_tail(nxt_up: Any, num: Any, den: Any, one: Any, ratio: Any = Fraction) -> Any:
+    """``(⌈next·den/num⌉/one)/(1 − next/one)`` ≥ ``α^{2^K−1}/(1 − α^{2^K})`` when
+    ``next ≥ α^{2^K}·one`` and ``next < one`` (``ratio(a, b)`` is ``a/b``, exact)."""
+    tail_num = _fixed_point_step(nxt_up, num, den, one)[0]
+    return ratio(tail_num, one) / (1 - ratio(nxt_up, one))
 
 
 def _sensitivity_fixed_point(num: int, den: int) -> tuple[Fraction, Fraction]:
     """:func:`exponential_sensitivity_bounds` for ``α = num/den`` above ``_TINY_ALPHA``."""
     one = 1 << _FIX
-    p_up = _ceil_div(num * one, den)  # ≥ α·2^F
+    p_up = _fixed_point_start(num, den, one)  # ≥ α·2^F
     p_lo = num * one // den
     s_up = s_lo = 0
     while True:
-        term_up = _ceil_div(p_up * den, num)  # ≥ p_k/α
+        term_up, nxt_up = _fixed_point_step(p_up, num, den, one)  # ≥ p_k/α, ≥ p_k²/2^F
         term_lo = p_lo * den // num
         s_up += term_up
         s_lo += term_lo
-        nxt_up = _ceil_div(p_up * p_up, one)
         nxt_lo = p_lo * p_lo // one
         if term_up < one >> 100:
             # tail: Σ_{k>K} ≤ α^{2^K−1}/(1 − α^{2^K}), α^{2^K} = p_{K+1}
-            tail_num = _ceil_div(nxt_up * den, num)
-            s_up_f = Fraction(s_up, one) + Fraction(tail_num, one) / (1 - Fraction(nxt_up, one))
+            s_up_f = Fraction(s_up, one) + _fixed_point_tail(nxt_up, num, den, one)
             return Fraction(s_lo, one), s_up_f
         p_up, p_lo = nxt_up, nxt_lo
 
@@ -372,6 +395,25 @@ POLYNOMIAL_POWERS: dict[str, tuple[int, int]] = {"uniform": (1, 1), "decaying": 
 ``(1−β)^{jp/q}`` (uniform: ``(1−β)^j``; decaying: ``(1−β)^j/(1−β)^{j/3} = (1−β)^{2j/3}``)."""
 
 
+def polynomial_kappa_upper(rho: Any, c: Any) -> Any:
+    """``κ_up = (1/ρ − 1)·(1443/1000)/c ≥ log₂(1/ρ)/c``: with ``W_j ≤ ρ^{−j/c}`` an instance's
+    levels are ``L_j ≤ κ_up·j + 1`` (``log₂y ≤ (y−1)/ln 2``, ``1/ln 2 < 1443/1000``).
+    Fractions or sympy; the series bound and PolynomialSum's variance bound use it."""
+    return (1 / rho - 1) * Fraction(1443, 1000) / c
+
+
+def polynomial_series_tail(r: Any, kappa: Any, J: Any, x: Any) -> Any:
+    """``r·(κ(J(1−x) + x)/(1−x)² + 1/(1−x))`` — ``Σ_{j≥J} x^j(κj + 1)`` when ``r = x^J``, an
+    upper bound when ``r ≥ x^J`` (Fractions or sympy; ``proofs/decayed.py`` sums the series
+    for symbolic x, κ, J and compares)."""
+    return r * (kappa * (J * (1 - x) + x) / (1 - x) ** 2 + 1 / (1 - x))
+
+
+def _series_step(p: Any, num: Any, den: Any) -> Any:
+    """``⌈p·num/den⌉ ≥ p·x`` (x = num/den): the next fixed-point power, rounded up."""
+    return _ceil_div(p * num, den)
+
+
 @lru_cache(maxsize=64)
 def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "uniform") -> Fraction:
     """Rigorous rational upper bound on PolynomialSum's privacy series.
@@ -395,7 +437,7 @@ def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "unif
     else:
         num, den = _root_upper_fixed(rho, power, root), one
     x = Fraction(num, den)  # ≥ (1−β)^{p/q}
-    kappa = (1 / rho - 1) * Fraction(1443, 1000) / c
+    kappa: Fraction = polynomial_kappa_upper(rho, c)
     total = 0  # fixed point, rounded up
     p = one  # ≥ x^j · 2^F
     j = 0
@@ -409,11 +451,10 @@ def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "unif
                 j_next = polynomial_next_break(bj, j, c, beta)
         if bj > bp:  # W_j = bj − bp items; L_j = ⌊log₂W_j⌋ + 1 = W_j.bit_length()
             total += p * (bj - bp).bit_length()
-        p_next = _ceil_div(p * num, den)
+        p_next = _series_step(p, num, den)
         if j >= 8 and (p_next < one >> 70 or j >= _SERIES_TERMS):
             r = Fraction(p_next, one)  # ≥ x^{j+1}
-            jj = j + 1
-            tail = r * (kappa * (jj * (1 - x) + x) / (1 - x) ** 2 + 1 / (1 - x))
+            tail: Fraction = polynomial_series_tail(r, kappa, j + 1, x)
             return Fraction(total, one) + tail
         p = p_next
         j += 1

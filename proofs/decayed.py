@@ -5,10 +5,12 @@ Every node is released once with ``Lap(b_n)``, so by basic composition the relea
 ``(max_i Σ_{n ∋ i} Δ|a_{n,i}|/b_n)``-DP (Dwork et al. 2006); since no node is ever
 updated, the outputs up to T are a function of the nodes released by T, and a bound
 that holds for every T is the privacy of the unbounded mechanism (the patent's proof
-of Theorem 3).  The claims below are proven with sympy for symbolic ε, Δ and the
-mechanisms' parameters, reading the classes' declarations (``budget_terms``,
-``level_epsilon``); each has an exact exhaustive companion, labelled
-``checked for T ≤ N`` (evidence, not a proof).
+of Theorem 3).  The claims *about the code* (:mod:`proofs.decayed_code`, and the
+ζ budget and S(α) declarations below) evaluate the release's own functions — level
+counts, covers, node layouts and the rigorous bounds' steps with z3 for every value up
+to 2⁶², the scales and declarations with sympy for symbolic ε, Δ and parameters; the
+theorems below that evaluate no class code are *lemmas*; each has an exact exhaustive
+companion, labelled ``checked for T ≤ N`` (evidence, not a proof).
 
 Lemma (partition).  For a fixed level b the aligned intervals
 ``[(m−1)2^b+1, m2^b]``, m ≥ 1, partition the items, so an item lies in at most one
@@ -127,6 +129,7 @@ from proofs.core import (
     Outcome,
     ProofFailure,
     SymbolicOps,
+    about_code,
     check_identity,
     check_sign,
     checked,
@@ -134,6 +137,16 @@ from proofs.core import (
     label,
     lemma,
     run_claim,
+)
+from proofs.decayed_code import (
+    allwindow_levels,
+    exponential_left_nodes,
+    exponential_sensitivity_bound,
+    polynomial_allocation_series,
+    polynomial_instance_levels,
+    window_budget,
+    window_cover_levels,
+    window_levels,
 )
 
 __all__ = ["PROOFS", "DecayedOps"]
@@ -217,18 +230,6 @@ def _membership(ms: list[Any], limit: int) -> Outcome:
 
 
 # ----------------------------------------------------------------- WindowSum
-def _window_budget(cls: type[Any]) -> Outcome:
-    mech = cls(window=5, epsilon=EPSILON)
-    if mech.levels() != 3 or cls(window=8, epsilon=EPSILON).levels() != 4:
-        raise ProofFailure("L must be ⌊log₂W⌋ + 1 (W = 5: 3, W = 8: 4)")
-    total = mech.declared_budget(DECAYED, levels=L, epsilon=eps, sensitivity=Delta)
-    check_identity(total, eps, "L · Δ/(LΔ/ε)")
-    return lemma(
-        "Σ_{n∋i} Δ/b_n = L·Δ/(LΔ/ε) = ε",
-        "one node per level, L = ⌊log₂W⌋ + 1 levels (sizes 1 … 2^K, all a cover can use)",
-    )
-
-
 def _cover_lemma() -> Outcome:
     """The counting step of the cover lemma (module docstring), for symbolic K."""
     # the full adder s + p + c_in = w + 2 c_out, over its 8 cases
@@ -310,7 +311,7 @@ def _window_bounded(cls: type[Any], limit: int) -> Outcome:
 def _zeta_budget(cls: type[Any]) -> Outcome:
     mech = cls(epsilon=EPSILON)
     sym = {"epsilon": eps, "delta": 1 + eta}
-    term = mech.level_epsilon(kk, DECAYED, **sym)
+    term = mech.level_epsilon(kk, DECAYED, sensitivity=Delta, **sym)
     total = sp.summation(term, (kk, 1, sp.oo))
     check_identity(total, eps, "Σ_{k≥1} ε/(ζ(δ)k^δ)")
     terms = mech.budget_terms(DECAYED, levels=4, sensitivity=Delta, **sym)
@@ -328,9 +329,13 @@ def _zeta_budget(cls: type[Any]) -> Outcome:
     rest_h = rest.subs(sp.zeta(1 + eta), s4 + h)
     check_identity(rest_h, eps * h / (s4 + h), "rest = ε·Σ_{k>4} k^{−δ}/ζ(δ)")
     check_sign(rest_h, "positive", "the levels above L keep a positive budget")
-    return lemma(
-        "Σ_{k≥1} ε/(ζ(δ)k^δ) = ε for every δ > 1",
-        "δ = 1 + η, η > 0: Σ k^{−δ} = ζ(δ) (sympy); one node per level per item (partition)",
+    return about_code(
+        "Σ_{k≥1} Δ/scale_k = Σ_{k≥1} ε/(ζ(δ)k^δ) = ε for every δ > 1, ε, Δ",
+        evaluates=[cls.level_epsilon, cls.level_scale_formula, cls.budget_terms],
+        detail="level_epsilon = Δ/level_scale_formula (the formula every path's level_scale "
+        "rounds up) evaluated for symbolic k, δ = 1 + η (η > 0), ε, Δ; Σ k^{−δ} = ζ(δ) "
+        "(sympy); one node per level per item (partition lemma; levels proven for every T "
+        "by the membership row); budget_terms at L = 4 adds up to ε",
         value="ε",
     )
 
@@ -396,9 +401,16 @@ def _exp_sensitivity(cls: type[Any]) -> Outcome:
     budget = sum(t_.membership * Delta / t_.scale for t_ in terms[:6]).subs(S, s6 + tau)
     check_sign(eps - budget, "positive", "S_L/S < 1 when S = S_L + (positive tail)")
     check_identity(budget.subs(tau, 0), eps, "the sum reaches ε in the limit")
-    return lemma(
-        "Σ_{k≤L} α^{2^{k−1}−1}·Δ/(SΔ/ε) ≤ ε, → ε",
-        "Assertion 2: weight of item i's k-th left ancestor ≤ α^{2^{k−1}−1}, item 1 tight",
+    check_identity(
+        mech.scale(DECAYED, S=S, sensitivity=Delta, epsilon=eps), S * Delta / eps, "scale"
+    )
+    return about_code(
+        "Σ_{k≤L} level_weight(k)·Δ/scale(S) ≤ ε for every S ≥ S_L(α), → ε, for symbolic α, ε, Δ",
+        evaluates=[cls.budget_terms, cls.scale, cls.level_weight],
+        detail="budget_terms, the scale formula and the weights evaluated for symbolic α, ε, Δ "
+        "and the bound S (sympy); S = the fixed point's S_up ≥ S(α) ≥ S_L(α) is the 'S(α) "
+        "bound: fixed-point steps' row; the weights are item 1's (membership row; Assertion 2: "
+        "the worst item, checked); the float rounding of the scale is not part of this row",
     )
 
 
@@ -629,7 +641,9 @@ def _prove_window(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
-            ("budget", lambda: _window_budget(cls)),
+            ("membership", lambda: window_levels(cls)),
+            ("budget", lambda: window_budget(cls)),
+            ("cover reads released levels", lambda: window_cover_levels(cls)),
             ("cover lemma", _cover_lemma),
             ("cover lemma, every window", lambda: _cover_exhaustive(min(limit, 512))),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),
@@ -645,6 +659,7 @@ def _prove_allwindow(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
+            ("membership", lambda: allwindow_levels(cls)),
             ("ζ-weighted level budget", lambda: _zeta_budget(cls)),
             ("rational scales ≥ exact", lambda: _zeta_scales(cls)),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),
@@ -658,8 +673,10 @@ def _prove_exponential(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
+            ("membership", lambda: exponential_left_nodes(cls)),
             ("Assertion 2", lambda: _assertion2(limit)),
             ("sensitivity S(α)", lambda: _exp_sensitivity(cls)),
+            ("S(α) bound: fixed-point steps", exponential_sensitivity_bound),
             ("tail bound", lambda: _exp_tail(cls)),
             ("Theorem 5 series bound", lambda: _theorem5(cls)),
             ("membership = nodes(T)", lambda: _membership(ms, limit)),
@@ -677,7 +694,9 @@ def _prove_polynomial(cls: type[Any], limit: int) -> list[ClaimResult]:
     return _rows(
         label(cls),
         [
+            ("membership", lambda: polynomial_instance_levels(cls)),
             ("(1−β)g ≤ g' ≤ g", lambda: _g_sandwich(limit)),
+            ("allocation: series bound's code", polynomial_allocation_series),
             ("uniform: series S converges", lambda: _poly_series(cls)),
             ("decaying: both series converge", lambda: _poly_decaying_series(cls)),
             ("decaying: Lagrange optimum", _lagrange),

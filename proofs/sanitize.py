@@ -75,21 +75,34 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from dpref.domains import Domain
 from dpref.errors import ParameterError
 from dpref.mechanisms import Binary
-from dpref.sanitize.amplification import effective_probability, subsampled_epsilon
+from dpref.sanitize.amplification import (
+    amplification_cap,
+    amplified_epsilon,
+    effective_probability,
+    subsampled_epsilon,
+)
 from dpref.sanitize.streaming import StreamingSanitizer
-from dpref.sanitize.threshold import ThresholdSanitizer, tree_counters
+from dpref.sanitize.threshold import (
+    ThresholdSanitizer,
+    histogram_sensitivity,
+    leaf_domain,
+    tree_counters,
+)
+from dpref.sensitivity.items import stream_item_sensitivity
 from proofs.core import (
     SYMBOLIC,
     ClaimResult,
     Outcome,
     ProofFailure,
+    about_code,
     check_identity,
     check_sign,
     checked,
     eps,
-    lemma,
+    note,
     run_claim,
 )
 
@@ -110,21 +123,90 @@ G = sp.Symbol("G", positive=True)
 
 
 # ---------------------------------------------------------------- threshold
+_MOVED = {"replace": 2, "add-remove": 1}
+"""The independent derivation of the histogram's L1 change: a replaced record is
+``h' − h = e_j − e_i`` (i ≠ j: norm 2, or 0 when it stays in its leaf); an added or
+removed one is ``±e_i`` (norm 1)."""
+
+
+def _histogram_delta() -> Outcome:
+    """The tree's Δ from the code equals the histogram's worst L1 change, both relations."""
+    rows = []
+    for relation, moved in _MOVED.items():
+        delta = histogram_sensitivity(relation)
+        if delta != moved:
+            raise ProofFailure(f"{relation}: the tree's Δ is {delta}, the histogram moves {moved}")
+        for tree in tree_counters():  # the Δ every tree is built with is that one
+            san = ThresholdSanitizer(domain=[0.0, 1.0], epsilon=1, tree=tree, neighbours=relation)
+            if san.sensitivity != delta:
+                raise ProofFailure(f"{relation}, tree={tree}: Δ = {san.sensitivity} ≠ {delta}")
+        rows.append(f"{relation}: Δ = {delta}")
+    return about_code(
+        "Δ(tree) = max ‖h(X) − h(X')‖₁ over neighbours: 2 (replace), 1 (add/remove)",
+        evaluates=[
+            histogram_sensitivity,
+            leaf_domain,
+            Domain.sensitivity.fget,  # type: ignore[attr-defined]
+            stream_item_sensitivity,
+        ],
+        detail="the code's Δ (histogram_sensitivity → Domain.sensitivity → the sensitivity "
+        "calculator) evaluated for both relations — its whole input range — against "
+        "‖e_j − e_i‖₁ = 2 (replace, i ≠ j) and ‖e_i‖₁ = 1 (add/remove); every tree counter "
+        "is built with it (" + "; ".join(rows) + ")",
+        value="2 / 1",
+    )
+
+
 def _tree_symbolic() -> Outcome:
-    """‖v‖₁ ε/Δ with the Binary declarations: replace (‖v‖₁ = Δ = 2) and add/remove (1)."""
+    """‖v‖₁ ε/Δ with the Binary declarations and the code's Δ, for every D (sympy)."""
     binary = Binary
-    for delta, moved in ((sp.Integer(2), 2), (sp.Integer(1), 1)):
+    for relation, moved in _MOVED.items():
+        delta = sp.Integer(histogram_sensitivity(relation))
         m = binary(epsilon=1, horizon=1)
         terms = m.budget_terms(SYMBOLIC, horizon=D, epsilon=eps, sensitivity=delta)
         per_unit = sum((t.membership / t.scale for t in terms), sp.Integer(0))
         levels = binary.levels(D, SYMBOLIC)
         check_identity(per_unit, levels / (levels * delta / eps), "per-unit column sum")
-        check_identity(moved * per_unit, eps, f"loss of a change of L1 norm {moved}")
-    return lemma(
-        "Binary over D points: replace (Δ=2) loss 2·L·ε/(2L) = ε; add/remove (Δ=1) L·ε/L = ε",
-        "triangle inequality Σ_n|Σ_i a_ni v_i|/b_n ≤ Σ_i|v_i|Σ_n|a_ni|/b_n; budget_terms of "
-        "Binary with Δ = 2 and Δ = 1, simplified by sympy",
-        "ε",
+        check_identity(moved * per_unit, eps, f"{relation}: loss of a change of L1 norm {moved}")
+    return about_code(
+        "Binary over D points: replace loss 2·L·ε/(L·Δ) = ε, add/remove L·ε/(L·Δ) = ε, every D",
+        evaluates=[binary.budget_terms, binary.levels, histogram_sensitivity],
+        detail="triangle inequality Σ_n|Σ_i a_ni v_i|/b_n ≤ Σ_i|v_i|Σ_n|a_ni|/b_n; Binary's "
+        "budget_terms and levels for symbolic D, ε at the Δ the sanitizer's code computes, "
+        "simplified by sympy (the other trees: the exhaustive pair-loss row)",
+        value="ε",
+    )
+
+
+_DOMAIN_GRID = (
+    (Fraction(-1), Fraction(1)),
+    (Fraction(0), Fraction(1)),
+    (Fraction(0), Fraction(2)),
+    (Fraction(-3), Fraction(0)),
+    (Fraction(-1, 2), Fraction(3, 2)),
+    (Fraction(2), Fraction(5)),
+    (Fraction(-7), Fraction(-2)),
+)
+
+
+def _item_delta() -> Outcome:
+    """dpref.domains' item Δ on a grid of bounds: hi − lo (replace), max(|lo|,|hi|) (add/remove)."""
+    count = 0
+    for lo, hi in _DOMAIN_GRID:
+        for relation in ("replace", "add_remove"):
+            if relation == "add_remove" and not lo <= 0 <= hi:
+                continue
+            want = hi - lo if relation == "replace" else max(abs(lo), abs(hi))
+            got = Domain(lower=lo, upper=hi, integer=False, neighbours=relation).sensitivity
+            if got != want:
+                raise ProofFailure(f"[{lo}, {hi}] {relation}: Domain.sensitivity = {got} ≠ {want}")
+            count += 1
+    return checked(
+        "grid",
+        count,
+        "Domain.sensitivity = hi − lo (replace), max(|lo|, |hi|) (add/remove)",
+        "bounds " + ", ".join(f"[{lo}, {hi}]" for lo, hi in _DOMAIN_GRID) + "; the histogram "
+        "leaves' domain [0, Δ] cannot tell the two apart, so this row checks the code for both",
     )
 
 
@@ -203,11 +285,34 @@ def _blocks_partition(limit: int) -> Outcome:
     )
 
 
+class _SympyLog:
+    """``log1p``/``expm1`` in sympy, for :func:`amplified_epsilon`."""
+
+    @staticmethod
+    def log1p(x: Any) -> Any:
+        return sp.log(1 + x)
+
+    @staticmethod
+    def expm1(x: Any) -> Any:
+        return sp.exp(x) - 1
+
+
 def _amplification() -> Outcome:
     p = 1 / (1 + p_s)  # p in (0, 1]
     e_up, e_dn = sp.exp(eps), sp.exp(-eps)
     a = 1 - p + p * e_up
     b = 1 - p + p * e_dn
+    # the code's formula and cap, for symbolic ε₀ and p, against the mixture bounds below
+    for relation, ratio, cap_factor in (("add-remove", a, 1), ("replace", a / b, 2)):
+        code = amplified_epsilon(eps, p, relation, _SympyLog)
+        check_identity(sp.expand_log(sp.exp(code), force=True), ratio, f"{relation}: e^ε(code)")
+        cap = amplification_cap(eps, relation)
+        check_identity(cap, cap_factor * eps, f"{relation}: cap")
+        check_identity(sp.exp(code).subs(p_s, 0), sp.exp(cap), f"{relation}: p = 1 gives the cap")
+        # e^cap − e^code ≥ 0: add/remove (1−p)(e^ε−1); replace (1−p)(e^{2ε}−1)/b
+        gap = sp.exp(cap) - ratio
+        want = (1 - p) * (sp.exp(cap) - 1) / (1 if relation == "add-remove" else b)
+        check_identity(gap, want, f"{relation}: e^cap − e^ε(code)")
     # mixture bounds: M1 = e^ε M0 − u (so M1 ≤ e^ε M0) and M1 = e^{−ε} M0 + u
     upper_gap = a * M0 - ((1 - p) * M0 + p * (e_up * M0 - u))
     lower_gap = ((1 - p) * M0 + p * (e_dn * M0 + u)) - b * M0
@@ -224,12 +329,23 @@ def _amplification() -> Outcome:
     # decide it, so the positive symbol G stands for it in this sign step
     check_sign(p_s / (1 + p_s) * G, "nonnegative", "(1−p)(e^ε−1) ≥ 0")
     check_identity(a.subs(p_s, 0) / b.subs(p_s, 0), sp.exp(2 * eps), "p = 1 gives e^{2ε}")
-    return lemma(
-        "add/remove: ln(1+p(e^ε₀−1)) ≤ ε₀; replace: ln((1−p+pe^ε₀)/(1−p+pe^−ε₀)) "
-        "≤ 2ln(1+p(e^ε₀−1)), = 2ε₀ at p = 1",
-        "mixture bounds from pointwise densities; (1−p+pe^ε)(1−p+pe^−ε) − 1 = "
-        "p(1−p)(e^ε−1)(1−e^−ε) ≥ 0 with p = 1/(1+s), s ≥ 0; lemma e^ε > 1 for ε > 0",
-        "ln(1+p(e^ε₀−1))",
+    # the p = 1 branch of the code returns the cap exactly (no rounding)
+    for e0 in (Fraction(1, 1000), Fraction(1), Fraction(20), Fraction(10**7)):
+        for relation in ("add-remove", "replace"):
+            if subsampled_epsilon(e0, 1, relation) != amplification_cap(e0, relation):
+                raise ProofFailure(f"ε₀={e0}, p=1, {relation}: not the cap")
+    return about_code(
+        "add/remove: ε(p) = ln(1+p(e^ε₀−1)) ≤ ε₀; replace: ε(p) = "
+        "ln((1−p+pe^ε₀)/(1−p+pe^−ε₀)) ≤ 2ln(1+p(e^ε₀−1)) and ≤ 2ε₀, = the cap at p = 1; "
+        "for every ε₀ > 0, p ∈ (0, 1]",
+        evaluates=[amplified_epsilon, amplification_cap, subsampled_epsilon],
+        detail="the code's formula (amplified_epsilon, evaluated with sympy's log/exp for "
+        "symbolic ε₀ and p = 1/(1+s), s ≥ 0) equals the mixture bounds' ln of "
+        "(1−p+pe^ε₀)[/(1−p+pe^−ε₀)]; e^cap − e^ε(p) = (1−p)(e^cap − 1)[/(1−p+pe^−ε₀)] ≥ 0; "
+        "(1−p+pe^ε)(1−p+pe^−ε) − 1 = p(1−p)(e^ε−1)(1−e^−ε) ≥ 0; lemma e^ε > 1 for ε > 0; "
+        "subsampled_epsilon's p = 1 branch returns amplification_cap (checked at 4 ε₀); its "
+        "60-digit evaluation below 1: the safe-rounding row (checked)",
+        value="ln(1+p(e^ε₀−1))",
     )
 
 
@@ -240,7 +356,13 @@ def _safe_rounding() -> Outcome:
     ctx.dps = 120
     count = 0
     for e0 in (Fraction(1, 1000), Fraction(1, 10), Fraction(1), Fraction(7, 2), Fraction(20)):
-        for p in (Fraction(1, 10**6), Fraction(1, 3), Fraction(1, 10), Fraction(9, 10)):
+        for p in (
+            Fraction(1, 10**6),
+            Fraction(1, 3),
+            Fraction(1, 10),
+            Fraction(9, 10),
+            Fraction(1),
+        ):
             _, keep = effective_probability(p)
             if keep < p:
                 raise ProofFailure(f"p={p}: effective probability {keep} < p")
@@ -252,7 +374,10 @@ def _safe_rounding() -> Outcome:
                 if rel == "replace":
                     val -= ctx.log1p(pm * ctx.expm1(-e))
                 exact = ctx.mpf(declared.numerator) / declared.denominator
-                if exact < val or exact - val > ctx.mpf("1e-14"):
+                if p == 1:  # the bound is ε₀ or 2ε₀ exactly: compare as Fractions
+                    if declared != (e0 if rel == "add-remove" else 2 * e0):
+                        raise ProofFailure(f"ε₀={e0}, p=1, {rel}: declared {declared}")
+                elif exact < val or exact - val > ctx.mpf("1e-14"):
                     raise ProofFailure(f"ε₀={e0}, p={p}, {rel}: declared {declared} vs {val}")
                 s = StreamingSanitizer(
                     ThresholdSanitizer(domain=[0.0, 1.0], epsilon=e0, neighbours="add-remove"),
@@ -268,21 +393,24 @@ def _safe_rounding() -> Outcome:
         count,
         "declared ε ≥ the 120-digit value of the bound at the sampler's probability, "
         "within 1e−14; StreamingSanitizer.epsilon is that value",
-        "ε₀ ∈ {1/1000, 1/10, 1, 7/2, 20}, p ∈ {10⁻⁶, 1/10, 1/3, 9/10}",
+        "ε₀ ∈ {1/1000, 1/10, 1, 7/2, 20}, p ∈ {10⁻⁶, 1/10, 1/3, 9/10, 1}",
     )
 
 
 def _threshold_proof(cls: type[Any], limit: int) -> list[ClaimResult]:
     name = cls.__name__
     return [
+        run_claim(name, "histogram Δ", _histogram_delta),
+        run_claim(name, "item Δ (dpref.domains)", _item_delta),
         run_claim(name, "tree sensitivity", _tree_symbolic),
         run_claim(name, "pair losses", lambda: _tree_exhaustive(limit)),
         run_claim(
             name,
             "post-processing",
-            lambda: lemma(
+            lambda: note(
                 "CDF projection, synthetic data and sketches read only the noisy release",
-                "closure under post-processing (Dwork, Roth 2014, Prop. 2.1)",
+                "a citation, not a claim: closure under post-processing (Dwork, Roth 2014, "
+                "Prop. 2.1); that they read nothing else is the code's structure, not proven",
             ),
         ),
     ]

@@ -189,6 +189,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dpref.sanitize",
         "proofs.core",
         "proofs.smt",
+        "proofs.decayed_code",
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",

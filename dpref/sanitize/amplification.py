@@ -40,6 +40,8 @@ from dpref.validation import ceil_float, check_choice, check_epsilon, check_frac
 __all__ = [
     "MAX_SUBSAMPLED_EPSILON",
     "NEIGHBOURS",
+    "amplification_cap",
+    "amplified_epsilon",
     "check_subsample",
     "effective_probability",
     "subsampled_epsilon",
@@ -85,6 +87,23 @@ def _round_up(x: Fraction) -> Fraction:
     return Fraction(math.ceil(x * _GRID), _GRID)
 
 
+def amplified_epsilon(epsilon: Any, p: Any, neighbours: str, ops: Any) -> Any:
+    """The amplified ε as one formula over ``ops`` (which gives ``log1p`` and ``expm1``):
+    ``ln(1 + p(e^{ε₀} − 1))`` (add/remove) or that minus ``ln(1 − p(1 − e^{−ε₀}))``
+    (replace).  :func:`subsampled_epsilon` evaluates it with an mpmath context at 60
+    digits; ``proofs/sanitize.py`` evaluates it with sympy for symbolic ε₀ and p."""
+    value = ops.log1p(p * ops.expm1(epsilon))
+    if neighbours == "add-remove":
+        return value
+    return value - ops.log1p(-p * (-ops.expm1(-epsilon)))
+
+
+def amplification_cap(epsilon: Any, neighbours: str) -> Any:
+    """The bound without subsampling (p = 1): ε₀ (add/remove), 2ε₀ (replace, group of
+    two).  :func:`subsampled_epsilon` returns it at p = 1 and never more than it."""
+    return epsilon if neighbours == "add-remove" else 2 * epsilon
+
+
 def subsampled_epsilon(epsilon: Any, subsample: Any, neighbours: str = "add-remove") -> Fraction:
     """A rational upper bound on the ε of an ε₀-DP (add/remove) mechanism run on a
     Poisson subsample with keep probability ``subsample``, under ``neighbours``.
@@ -96,8 +115,9 @@ def subsampled_epsilon(epsilon: Any, subsample: Any, neighbours: str = "add-remo
     eps = check_epsilon("epsilon", epsilon)
     p = check_subsample("subsample", subsample)
     check_choice("neighbours", neighbours, NEIGHBOURS)
+    cap: Fraction = amplification_cap(eps, neighbours)
     if p == 1:
-        return eps if neighbours == "add-remove" else 2 * eps
+        return cap
     if eps > MAX_SUBSAMPLED_EPSILON:
         raise ParameterError(
             f"epsilon={fmt(epsilon)}: must be <= {MAX_SUBSAMPLED_EPSILON} when subsampling"
@@ -105,11 +125,6 @@ def subsampled_epsilon(epsilon: Any, subsample: Any, neighbours: str = "add-remo
     ctx = mp_context()
     e = ctx.mpf(eps.numerator) / eps.denominator
     pm = ctx.mpf(p.numerator) / p.denominator
-    if neighbours == "add-remove":
-        value = ctx.log1p(pm * ctx.expm1(e))
-        cap = eps
-    else:
-        value = ctx.log1p(pm * ctx.expm1(e)) - ctx.log1p(-pm * (-ctx.expm1(-e)))
-        cap = 2 * eps
+    value = amplified_epsilon(e, pm, neighbours, ctx)
     bound = _round_up(mpf_fraction(value) * (1 + _MARGIN))
     return min(bound, cap)

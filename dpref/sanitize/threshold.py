@@ -81,6 +81,8 @@ __all__ = [
     "ThresholdSanitizer",
     "check_domain_points",
     "check_records",
+    "histogram_sensitivity",
+    "leaf_domain",
     "project_cdf",
     "tree_counters",
 ]
@@ -123,6 +125,32 @@ def _find_trees() -> tuple[str, ...]:
         ):
             out.append(name)
     return tuple(out)
+
+
+LEAVES_TOUCHED: dict[str, int] = {"replace": 2, "add-remove": 1}
+"""How many histogram leaves one neighbouring step changes, each by one: a replaced
+record leaves one leaf and joins another; an added or removed record changes one."""
+
+
+def leaf_domain(neighbours: str) -> Domain:
+    """The domain the tree counter runs over the histogram with: a leaf count changes by
+    at most ``LEAVES_TOUCHED[neighbours]`` units in all, present-or-absent (add/remove,
+    from 0), so its item sensitivity — :attr:`Domain.sensitivity`, the calculator's — is
+    the histogram's L1 sensitivity, 2 (replace) or 1 (add/remove)."""
+    relation = check_choice("neighbours", neighbours, NEIGHBOURS)
+    return Domain(
+        lower=Fraction(0),
+        upper=Fraction(LEAVES_TOUCHED[relation]),
+        integer=True,
+        neighbours="add_remove",
+        name=f"histogram/{relation}",
+    )
+
+
+def histogram_sensitivity(neighbours: str) -> Fraction:
+    """Δ of the tree: ``leaf_domain(neighbours).sensitivity`` (through :mod:`dpref.domains`
+    and the sensitivity calculator), the L1 change of the histogram one step can make."""
+    return leaf_domain(neighbours).sensitivity
 
 
 def check_records(
@@ -272,16 +300,11 @@ class ThresholdSanitizer:
         self._grid = _uniform_grid(self.points)
         self.neighbours: str = check_choice("neighbours", neighbours, NEIGHBOURS)
         self.tree: str = check_choice("tree", tree, tree_counters())
-        delta = 2 if self.neighbours == "replace" else 1
-        leaves = Domain(
-            lower=Fraction(0),
-            upper=Fraction(delta),
-            integer=True,
-            neighbours="add_remove",
-            name=f"histogram/{self.neighbours}",
-        )
         self.mechanism: Mechanism = build_mechanism(
-            self.tree, epsilon=epsilon, horizon=int(self.points.size), domain=leaves
+            self.tree,
+            epsilon=epsilon,
+            horizon=int(self.points.size),
+            domain=leaf_domain(self.neighbours),
         )
         self.epsilon: Fraction = self.mechanism.declared_epsilon
         """The exact ε of one release under :attr:`neighbours` (the tree's ε)."""

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.dyadic import window_cover
-from dpref.mechanisms.base import MAX_HORIZON, Mechanism
+from dpref.mechanisms.base import EXACT, MAX_HORIZON, Mechanism
 from dpref.plan import _grouped_exact_sums
 from dpref.validation import check_int_range, check_int_vector
 
@@ -47,14 +47,17 @@ def _check_window(name: str, value: Any) -> int:
     return check_int_range(name, value, 1, 2**62)
 
 
-def _levels_for_window(window: int) -> int:
+def _levels_for_window(window: Any, ops: Any = EXACT) -> Any:
     """``K = ⌊log₂W⌋``: the top level index a cover of a window of size W can use.
 
     Every aligned node inside a window of W items has size ``≤ 2^K`` (a node of size
     ``2^{K+1} > W`` does not fit), so levels ``0..K`` — ``K + 1`` of them — are all a
-    window cover ever uses (docs/spec.md §2.1).
+    window cover ever uses (docs/spec.md §2.1).  Written over an ``ops`` namespace
+    (:data:`~dpref.mechanisms.base.EXACT`, the proofs' sympy and z3 twins): the one
+    function WindowSum's levels, AllWindowSum's online cap and PolynomialSum's
+    instances call, and the one ``proofs/decayed.py`` proves for every ``1 ≤ W ≤ 2⁶²``.
     """
-    return window.bit_length() - 1
+    return ops.floor_log2(window)
 
 
 # ------------------------------------------------------------- online states

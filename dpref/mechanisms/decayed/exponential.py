@@ -29,7 +29,6 @@ from dpref.plan import ExactSparse, TargetRows
 from dpref.rigorous import (
     check_alpha,
     exponential_sensitivity_bounds,
-    exponential_sensitivity_partial,
 )
 from dpref.validation import ceil_float, fmt
 
@@ -115,11 +114,21 @@ class ExponentialSum(_Decayed):
     def base(self) -> Fraction:
         return self.alpha
 
-    def scale(self) -> Fraction:
-        """The per-node Laplace scale: a float ≥ ``S(α)Δ/ε``."""
-        return Fraction(
-            ceil_float(self.sensitivity_bounds[1] * self.sensitivity / self.design_epsilon)
-        )
+    def scale(self, ops: Any = EXACT, **s: Any) -> Any:
+        """The per-node Laplace scale ``S·Δ/ε``: with no symbols, S the rational upper bound
+        of S(α) and the result rounded up to a float (every path draws with it); with the
+        symbols ``S``, ``sensitivity``, ``epsilon`` the exact formula, which the proofs
+        evaluate.  :meth:`budget_terms` declares it."""
+        S = s.get("S", self.sensitivity_bounds[1])
+        exact = S * s.get("sensitivity", self.sensitivity) / s.get("epsilon", self.design_epsilon)
+        return exact if s else Fraction(ceil_float(exact))
+
+    @staticmethod
+    def level_weight(k: Any, alpha: Any) -> Any:
+        """``α^{2^{k−1}−1}``: item 1's weight in its level-k node ``[1, 2^{k−1}]`` (the
+        worst item's, Assertion 2).  One formula for :meth:`budget_terms` and
+        :meth:`expected_l1_sum`; Fractions or sympy."""
+        return alpha ** (2 ** (k - 1) - 1)
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """Level k: item 1's node ``[1, 2^{k−1}]`` has weight ``α^{2^{k−1}−1}`` (the worst).
@@ -138,8 +147,8 @@ class ExponentialSum(_Decayed):
         T = s.get("horizon", self.horizon)
         L = s.get("levels", 12 if T is None else min(12, int(T).bit_length()))
         S = s["S"] if "S" in s else self.scale() * self.design_epsilon / self.sensitivity
-        scale = S * delta / eps
-        weights = [alpha ** (2 ** (k - 1) - 1) for k in range(1, L + 1)]
+        scale = self.scale(ops, S=S, sensitivity=delta, epsilon=eps)
+        weights = [self.level_weight(k, alpha) for k in range(1, L + 1)]
         return [
             *(BudgetTerm(f"level_{k}", w, scale) for k, w in enumerate(weights, 1)),
             BudgetTerm("levels>L", S - sum(weights[1:], weights[0]), scale),
@@ -147,19 +156,25 @@ class ExponentialSum(_Decayed):
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """``S_L(α)·Δ/λ`` with ``L = ⌊log₂T⌋ + 1``: item 1's weights, exactly."""
-        return (
-            exponential_sensitivity_partial(self.alpha, horizon.bit_length())
-            * self.sensitivity
-            / self.scale()
-        )
+        weights = (self.level_weight(k, self.alpha) for k in range(1, horizon.bit_length() + 1))
+        total: Fraction = sum(weights, Fraction(0)) * self.sensitivity / self.scale()
+        return total
 
     def g(self, i: int) -> Fraction:
         """The decay function ``α^i``."""
         return self.alpha**i if i >= 0 else Fraction(0)
 
+    @staticmethod
+    def node_start(t: Any) -> Any:
+        """``t − 2^{lsb(t)} + 1``: the start of the one (left) node ending at t, the
+        aligned node of size ``2^{lsb(t)}``.  Written with ``&`` and unary minus so that it
+        takes ints, int64 arrays and z3 bit-vectors (``proofs/decayed.py`` proves the
+        layout for every ``1 ≤ t ≤ 2⁶²``)."""
+        return t - (t & -t) + 1
+
     def nodes(self, horizon: int) -> NodeTable:
         t = np.arange(1, horizon + 1, dtype=np.int64)
-        return NodeTable(t - (t & -t) + 1, t, (self.scale(),), np.zeros(horizon, np.int64))
+        return NodeTable(self.node_start(t), t, (self.scale(),), np.zeros(horizon, np.int64))
 
     def _check_exact_work(self, horizon: int) -> None:
         """The exact plan holds ``α^d`` for every ``d < T``: refuse it when ``α^{T}``

@@ -42,7 +42,9 @@ from dpref.rigorous import (
     check_beta,
     check_c,
     polynomial_breakpoint,
+    polynomial_kappa_upper,
     polynomial_next_break,
+    polynomial_series_tail,
     polynomial_series_upper,
     root_power_upper,
 )
@@ -68,11 +70,14 @@ class _Instance:
 
     __slots__ = ("cap", "d", "factor", "hi_lag", "j", "lo_lag", "weight", "window")
 
-    def __init__(self, j: int, b_prev: int, b_j: int, rho: Fraction, decaying: bool) -> None:
+    def __init__(
+        self, j: int, b_prev: int, b_j: int, rho: Fraction, decaying: bool, levels: int
+    ) -> None:
         self.j = j
         self.window = b_j - b_prev
-        self.cap = _levels_for_window(self.window)
-        """``K_j = ⌊log₂W_j⌋``: the instance has ``L_j = K_j + 1`` levels."""
+        self.cap = levels - 1
+        """``K_j = L_j − 1``: the instance has ``L_j`` levels
+        (:meth:`PolynomialSum.instance_levels` of its window)."""
         self.d = b_prev + 1
         self.lo_lag = b_prev + 1
         self.hi_lag = b_j
@@ -202,7 +207,8 @@ class PolynomialSum(_Decayed):
             j = polynomial_next_break(bp, j - 1, self.c, self.beta)
             bj = self.breakpoint(j)
         self._next_j = j + 1
-        inst = _Instance(j, bp, bj, self.ratio, self.allocation == "decaying")
+        decaying = self.allocation == "decaying"
+        inst = _Instance(j, bp, bj, self.ratio, decaying, int(self.instance_levels(bj - bp)))
         self._instances.append(inst)
         return inst
 
@@ -224,9 +230,24 @@ class PolynomialSum(_Decayed):
         return sum((self._cost(i) for i in self.instances(t)), Fraction(0))
 
     @staticmethod
-    def _cost(inst: _Instance) -> Fraction:
+    def instance_levels(window: Any, ops: Any = EXACT) -> Any:
+        """``L_j = ⌊log₂W_j⌋ + 1``: the levels of a WindowSum instance of window ``W_j``
+        (:func:`~dpref.mechanisms.decayed.common._levels_for_window`).  The one source of
+        the instances' level counts (nodes, covers, online states, costs, declaration);
+        ``proofs/decayed.py`` proves it for every ``W_j ≤ 2⁶²`` with z3."""
+        return _levels_for_window(window, ops) + 1
+
+    @staticmethod
+    def instance_membership(inst: _Instance) -> Fraction:
+        """``(1−β)^j L_j``: the worst item's total weight in instance j's nodes, with
+        ``L_j = K_j + 1`` from :func:`~dpref.mechanisms.decayed.common._levels_for_window`
+        (the one level count of the WindowSum instances)."""
+        return inst.weight * (inst.cap + 1)
+
+    @classmethod
+    def _cost(cls, inst: _Instance) -> Fraction:
         """``(1−β)^j L_j / q_j``: instance j's privacy cost in units of ``Δ/λ``."""
-        return inst.weight * (inst.cap + 1) / inst.factor
+        return cls.instance_membership(inst) / inst.factor
 
     def scale(self) -> Fraction:
         """λ rounded up to a float: the scale of every node (uniform: ``≥ SΔ/ε``) or of
@@ -270,7 +291,7 @@ class PolynomialSum(_Decayed):
             S = exact * self.design_epsilon / self.sensitivity
             lam = S * delta / eps
             scales = [self.instance_scale(i) * delta / self.sensitivity for i in insts]
-        members = [i.weight * (i.cap + 1) for i in insts]
+        members = [self.instance_membership(i) for i in insts]
         used = sum((m * lam / b for m, b in zip(members, scales, strict=True)), Fraction(0))
         return [
             *(
@@ -515,8 +536,8 @@ class PolynomialSum(_Decayed):
         y = Fraction(float(target) ** (1 / 3))
         while y**3 < target:
             y = Fraction(math.nextafter(float(y), math.inf))
-        kappa = (1 / self.ratio - 1) * Fraction(1443, 1000) / self.c
-        tail = y**J * (2 * kappa * (J * (1 - y) + y) / (1 - y) ** 2 + 1 / (1 - y))
+        kappa: Fraction = polynomial_kappa_upper(self.ratio, self.c)
+        tail: Fraction = polynomial_series_tail(y**J, 2 * kappa, J, y)
         if self.rho is None:
             slack = (1 + Fraction(1, 2**50)) ** 2
             return head + 2 * self._lambda_exact**2 * slack * tail

@@ -219,8 +219,8 @@ class WindowSum(_Decayed):
     ) -> None:
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         self.window: int = _check_window("window", window)
-        self.cap: int = _levels_for_window(self.window)
-        """``K = ⌊log₂W⌋``: the top level index (sizes ``2^0 … 2^K``)."""
+        self.cap: int = int(self.levels()) - 1
+        """``K = L − 1``: the top level index (sizes ``2^0 … 2^K``); from :meth:`levels`."""
         self.block: int = 1 << self.cap
         """``2^K ≤ W``, the largest node size (the period of the variance from t = W on)."""
 
@@ -231,24 +231,33 @@ class WindowSum(_Decayed):
         """``g(i) = 1`` for ``i < W``, else 0."""
         return window_decay(self.window)
 
-    def levels(self, ops: Any = EXACT) -> int:
-        """``L = ⌊log₂W⌋ + 1``: the number of nodes containing each item."""
-        return self.cap + 1
+    def levels(self, ops: Any = EXACT, **s: Any) -> Any:
+        """``L = ⌊log₂W⌋ + 1``: the number of levels released (sizes ``2^0 … 2^{L−1}``),
+        hence of nodes containing each item.
 
-    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """Every item is in one node per level, L levels, each of scale ``LΔ/ε``."""
+        The one source of the level count: :attr:`cap`, the nodes, the online counter,
+        :meth:`scale` and :meth:`budget_terms` all read it.  ``ops`` and the symbol
+        ``window`` let the proofs evaluate it with sympy or z3 for every W.
+        """
+        return _levels_for_window(s.get("window", self.window), ops) + 1
+
+    def scale(self, ops: Any = EXACT, **s: Any) -> Any:
+        """The per-node Laplace scale ``LΔ/ε`` (``L`` from :meth:`levels`): what every
+        release path draws with and what :meth:`budget_terms` declares."""
         eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
-        L = s.get("levels", self.levels())
-        return [BudgetTerm("level", L, L * delta / eps)]
+        return self.levels(ops, **s) * delta / eps
 
-    def scale(self) -> Fraction:
-        """The per-node Laplace scale ``LΔ/ε``."""
-        return (self.cap + 1) * self.sensitivity / self.design_epsilon
+    def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """Every item is in one node per level, :meth:`levels` of them, each of
+        :meth:`scale` (symbols ``window``, ``epsilon``, ``sensitivity``)."""
+        return [BudgetTerm("level", self.levels(ops, **s), self.scale(ops, **s))]
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 is in the nodes ``[1, 2^b]`` released by T: ``min(⌊log₂T⌋, K) + 1``."""
-        return (min(horizon.bit_length() - 1, self.cap) + 1) * self.sensitivity / self.scale()
+        released = min(horizon.bit_length() - 1, self.cap) + 1
+        total: Fraction = released * self.sensitivity / self.scale()
+        return total
 
     def g(self, i: int) -> Fraction:
         """The decay function: 1 for ``i < W``, else 0."""
@@ -422,27 +431,46 @@ class AllWindowSum(_Decayed):
         """``g(i) = 1`` for ``i < W`` (every ``i`` for the running sum)."""
         return prefix_decay() if self.window is None else window_decay(self.window)
 
-    def level_epsilon(self, k: Any, ops: Any = EXACT, **s: Any) -> Any:
-        """``ε_k = ε/(ζ(δ)·k^δ)`` for level k ≥ 1.
+    def levels_at(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """``L = ⌊log₂T⌋ + 1``: the levels of the tree released by T (item 1 is in one
+        node of each).  The one source of the level count: :meth:`nodes`, the variance,
+        :meth:`expected_l1_sum` and :meth:`budget_terms` read it; ``proofs/decayed.py``
+        proves ``2^{L−1} ≤ T < 2^L`` with z3 for every ``1 ≤ T ≤ 2⁶²``."""
+        return ops.floor_log2(horizon) + 1
 
-        With a namespace that has ``zeta`` (sympy) the value is symbolic; with
-        :data:`EXACT` it is the exact budget of the rational scale actually used,
-        ``Δ/scale_k ≤ ε/(ζ(δ)k^δ)``.
+    def level_scale_formula(self, k: Any, ops: Any = EXACT, **s: Any) -> Any:
+        """``ζ(δ)·k^δ·Δ/ε``, the scale of level k ≥ 1, as one formula over ``ops``.
+
+        With :data:`EXACT` ζ(δ) and ``k^δ`` are the rational upper bounds of
+        :func:`~dpref.rigorous.zeta_bounds` and :func:`~dpref.rigorous.power_upper`
+        (so the value is ≥ the exact scale); with the proofs' sympy namespace (it has
+        ``zeta``) they are ``ζ(δ)`` and ``k^δ`` for symbolic δ, ε, Δ and k.  Every path's
+        scale (:meth:`level_scale`) and the declared ε_k (:meth:`level_epsilon`) call it.
         """
         eps = s.get("epsilon", self.design_epsilon)
+        delta_s = s.get("sensitivity", self.sensitivity)
         delta = s.get("delta", self.delta)
         zeta = getattr(ops, "zeta", None)
-        if zeta is not None:
-            return eps / (zeta(delta) * k**delta)
+        if zeta is not None:  # sympy: ζ(δ) and k^δ themselves
+            zeta_v, power = zeta(delta), k**delta
+        else:  # their rational upper bounds
+            zeta_v, power = self._zeta_up, power_upper(int(k), delta)
+        return zeta_v * power * delta_s / eps
+
+    def level_epsilon(self, k: Any, ops: Any = EXACT, **s: Any) -> Any:
+        """``ε_k = Δ/scale_k``: ``ε/(ζ(δ)·k^δ)`` for level k ≥ 1 with the sympy namespace;
+        with :data:`EXACT` the exact budget of the rational scale actually used,
+        ``Δ/scale_k ≤ ε/(ζ(δ)k^δ)``."""
+        if getattr(ops, "zeta", None) is not None:
+            return s.get("sensitivity", self.sensitivity) / self.level_scale_formula(k, ops, **s)
+        eps = s.get("epsilon", self.design_epsilon)
         return self.sensitivity / self.level_scale(int(k)) * eps / self.design_epsilon
 
     def level_scale(self, k: int) -> Fraction:
-        """The rational Laplace scale of level k ≥ 1: a float ≥ ``ζ(δ)k^δΔ/ε``."""
+        """The rational Laplace scale of level k ≥ 1: :meth:`level_scale_formula` rounded
+        up to a float (≥ ``ζ(δ)k^δΔ/ε``)."""
         while len(self._scales) < k:
-            j = len(self._scales) + 1
-            exact_up = (
-                self._zeta_up * power_upper(j, self.delta) * self.sensitivity / self.design_epsilon
-            )
+            exact_up = self.level_scale_formula(len(self._scales) + 1)
             self._scales.append(Fraction(ceil_float(exact_up)))
         return self._scales[k - 1]
 
@@ -457,7 +485,7 @@ class AllWindowSum(_Decayed):
         """
         delta_s = s.get("sensitivity", self.sensitivity)
         T = s.get("horizon", self.horizon)
-        L = s.get("levels", 64 if T is None else int(T).bit_length())
+        L = s.get("levels", 64 if T is None else self.levels_at(int(T)))
         eps = s.get("epsilon", self.design_epsilon)
         level_eps = [self.level_epsilon(k, ops, **s) for k in range(1, L + 1)]
         rest = eps - sum(level_eps[1:], level_eps[0])
@@ -469,7 +497,7 @@ class AllWindowSum(_Decayed):
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 is in ``[1, 2^{k−1}]`` for every level k ≤ ⌊log₂T⌋+1: exact sum."""
         return sum(
-            (self.sensitivity / self.level_scale(k) for k in range(1, horizon.bit_length() + 1)),
+            (self.sensitivity / self.level_scale(k) for k in range(1, self.levels_at(horizon) + 1)),
             Fraction(0),
         )
 
@@ -478,10 +506,10 @@ class AllWindowSum(_Decayed):
         return Fraction(1 if i >= 0 and (self.window is None or i < self.window) else 0)
 
     def _scale_table(self, horizon: int) -> tuple[Fraction, ...]:
-        return tuple(self.level_scale(k) for k in range(1, horizon.bit_length() + 1))
+        return tuple(self.level_scale(k) for k in range(1, self.levels_at(horizon) + 1))
 
     def nodes(self, horizon: int) -> NodeTable:
-        lo, hi, level = layout_nodes(horizon, None)
+        lo, hi, level = layout_nodes(horizon, self.levels_at(horizon) - 1)
         return NodeTable(lo, hi, self._scale_table(horizon), level)
 
     def _check_windows(self, windows: Any) -> list[int | None]:
@@ -492,7 +520,7 @@ class AllWindowSum(_Decayed):
         return [None if w is None else _check_window("windows[]", w) for w in windows]
 
     def recombination(self, horizon: int) -> ExactSparse:
-        off = layout_offsets(horizon, None)
+        off = layout_offsets(horizon, self.levels_at(horizon) - 1)
         return _cover_sparse(horizon, self.window, off, int(off[-1]))
 
     def target_rows(self, horizon: int) -> TargetRows:
@@ -509,7 +537,7 @@ class AllWindowSum(_Decayed):
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``Var(t) = 2 Σ_{cover nodes} scale_{level}²`` exactly."""
         t = self._horizon_for(horizon)
-        L = t.bit_length()
+        L = self.levels_at(t)
         counts = _cover_level_counts(t, self.window, L)
         return _exact_rows(
             counts, [self.node_variance(self.level_scale(k)) for k in range(1, L + 1)]
@@ -532,7 +560,7 @@ class AllWindowSum(_Decayed):
         return np.stack([self._variance_window(t, w) for w in ws], axis=-1)
 
     def combine(self, noise: FloatArray, horizon: int) -> FloatArray:
-        return _window_combine(noise, horizon, self.window, None)
+        return _window_combine(noise, horizon, self.window, self.levels_at(horizon) - 1)
 
     def target(self, stream: Any) -> FloatArray:
         """Exact sums over the reported window (prefix sums when ``window`` is None)."""
@@ -553,13 +581,13 @@ class AllWindowSum(_Decayed):
         x = self._stream(stream)
         ws = self._check_windows(windows)
         t = x.size
-        off = layout_offsets(t, None)
+        off = layout_offsets(t, self.levels_at(t) - 1)
         z = (
             self.node_noise(t, make_rng(rng))
             if noise is None
             else self._check_noise(noise, int(off[-1]))
         )
-        cols = [_window_sums(x, w) + _window_combine(z, t, w, None) for w in ws]
+        cols = [_window_sums(x, w) + _window_combine(z, t, w, self.levels_at(t) - 1) for w in ws]
         return np.stack(cols, axis=-1)
 
     def release_many(
@@ -572,13 +600,13 @@ class AllWindowSum(_Decayed):
         n_runs = check_runs("runs", runs)
         ws = self._check_windows(windows)
         t = x.size
-        off = layout_offsets(t, None)
+        off = layout_offsets(t, self.levels_at(t) - 1)
         z = (
             self.node_noise(t, make_rng(rng), runs=n_runs)
             if noise is None
             else self._check_noise(noise, int(off[-1]), runs=n_runs)
         )
-        cols = [_window_sums(x, w) + _window_combine(z, t, w, None) for w in ws]
+        cols = [_window_sums(x, w) + _window_combine(z, t, w, self.levels_at(t) - 1) for w in ws]
         return np.stack(cols, axis=-1)
 
     def online(self, rng: Any = None, noise: Any = None, windows: Any = None) -> OnlineCounter:
