@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -91,7 +92,13 @@ from dpref.audit.gdp_events import (
     pair_candidates,
 )
 from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
-from dpref.audit.pairs import check_pairs, cover_design, standard_pairs
+from dpref.audit.pairs import (
+    check_pairs,
+    cover_design,
+    is_covering,
+    side_generator,
+    standard_pairs,
+)
 from dpref.audit.progress import Progress
 from dpref.audit.stats import cp_lower, cp_upper, shave_down
 from dpref.audit.targets import Target, TargetFailure, as_target, seeded
@@ -252,7 +259,8 @@ def audit(
         bar = Progress(
             total=len(streams) * split.n_sel + 2 * split.n_test, enabled=progress, unit="samples"
         )
-        selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar)
+        covering = _covering_only(pair_list)
+        selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar, covering)
         failed = len(streams) - len(selection)
         if opts.claim.privacy == "pure":
             candidates = _select_events(pair_list, selection, families, split, gen)
@@ -460,12 +468,19 @@ def _split(opts: _Options, families: _Families) -> _Split:
 
 
 def _distinct_streams(pair_list: list[NeighbourPair]) -> dict[bytes, FloatArray]:
-    """Every stream of every pair, once, in order of first appearance."""
+    """Every stream of every pair, once, in order of first appearance (the anchor pairs'
+    streams first, then the streams only the covering pairs use)."""
     streams: dict[bytes, FloatArray] = {}
-    for p in pair_list:
+    for p in sorted(pair_list, key=is_covering):
         for xs in (p.x, p.x_prime):
             streams.setdefault(_stream_key(xs), np.asarray(xs, dtype=np.float64))
     return streams
+
+
+def _covering_only(pair_list: list[NeighbourPair]) -> set[bytes]:
+    """The streams only covering pairs use (:func:`~dpref.audit.pairs.is_covering`)."""
+    anchored = {_stream_key(xs) for p in pair_list if not is_covering(p) for xs in (p.x, p.x_prime)}
+    return {_stream_key(p.x_prime) for p in pair_list if is_covering(p)} - anchored
 
 
 def _sample_selection(
@@ -474,13 +489,22 @@ def _sample_selection(
     n_sel: int,
     gen: np.random.Generator,
     bar: Progress,
+    covering: AbstractSet[bytes] = frozenset(),
 ) -> dict[bytes, FloatArray]:
-    """The selection split of every stream (streams the target fails on are left out)."""
+    """The selection split of every stream (streams the target fails on are left out).
+
+    The streams only covering pairs use are drawn from :func:`~dpref.audit.pairs.side_generator`
+    (a far-jumped copy of ``gen``), so ``gen`` ends where the anchor pairs alone leave it and
+    everything drawn after the selection (events, the test split's root) is the same as
+    without the covering pairs.  Every stream's outputs go through
+    :class:`~dpref.audit.bitlevel.BitChannels` (signed zeros, NaN payloads)."""
     selection: dict[bytes, FloatArray] = {}
     bits = BitChannels()
+    side = side_generator(gen) if covering else gen
     for key, arr in streams.items():
         try:
-            selection[key] = tgt.sample(arr, n_sel, gen, bar.update)
+            draw = side if key in covering else gen
+            selection[key] = tgt.sample(arr, n_sel, draw, bar.update)
         except TargetFailure:
             continue
         bits.add(selection[key])
@@ -500,6 +524,7 @@ def _select_events(
     candidates: list[_Candidate] = []
     features: dict[bytes, FloatArray] = {}
     plan, fpairs = families.plan, split.fpairs
+    side: np.random.Generator | None = None  # the covering pairs' (leaves gen as without them)
     for k, p in enumerate(pair_list):
         kx, kx2 = _stream_key(p.x), _stream_key(p.x_prime)
         if kx not in selection or kx2 not in selection:
@@ -509,8 +534,10 @@ def _select_events(
             for key in (kx, kx2):
                 if key not in features:
                     features[key] = compute_features(selection[key], fpairs)
+            if is_covering(p) and side is None:
+                side = side_generator(gen)
             for numerator_is_x, bb in greedy_conjunctions(
-                features[kx], features[kx2], fpairs, split.z, gen
+                features[kx], features[kx2], fpairs, split.z, side if is_covering(p) else gen
             ):
                 candidates.append(_Candidate(k, numerator_is_x, bb))
             # learned projections (fitted and thresholded on this selection split only)

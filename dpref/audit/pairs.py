@@ -41,7 +41,9 @@ __all__ = [
     "check_pairs",
     "cover_design",
     "cover_positions",
+    "is_covering",
     "random_stream",
+    "side_generator",
     "standard_pairs",
 ]
 
@@ -143,6 +145,29 @@ def standard_pairs(
             )
         )
     return out
+
+
+def is_covering(pair: NeighbourPair) -> bool:
+    """Whether a standard pair flips a covering (non-anchor) position."""
+    return ", covering item (t=" in pair.description
+
+
+_SIDE_JUMPS = 1_000_003
+"""Jumps of the side generator: far from the single jumps a worker's seed material makes."""
+
+
+def side_generator(gen: np.random.Generator) -> np.random.Generator:
+    """A generator independent of ``gen`` that leaves ``gen`` untouched: its bit generator
+    jumped :data:`_SIDE_JUMPS` times (PCG64, Philox, MT19937), else a spawned child, else
+    ``gen`` itself.  The covering pairs' streams are sampled from it, so that adding them
+    changes nothing that ``gen`` draws afterwards."""
+    jumped = getattr(gen.bit_generator, "jumped", None)
+    try:
+        if jumped is not None:
+            return np.random.Generator(jumped(_SIDE_JUMPS))
+        return gen.spawn(1)[0]
+    except (TypeError, ValueError, AttributeError):
+        return gen
 
 
 def check_pairs(pairs: Any, horizon: int, domain: Domain) -> list[NeighbourPair]:
