@@ -108,8 +108,9 @@ def test_item_2_release_is_infinite_in_the_exact_audit() -> None:
 
 
 def test_the_covering_design_above_16_is_stated() -> None:
-    text = cover_design(100)
-    assert f"{COVER_BLOCKS} blocks of 7 items" in text and "≥ 1/7" in text
+    text = cover_design(100)  # ⌈100/16⌉ = 7 items per block, 15 blocks
+    assert "15 blocks of 7 items" in text and "≥ 1/7" in text
+    assert f"{COVER_BLOCKS} blocks of 2 items" in cover_design(32)
     assert "every position t = 1..16" in cover_design(16)
 
 

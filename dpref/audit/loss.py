@@ -93,6 +93,7 @@ from dpref.audit.gdp_events import (
 )
 from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
 from dpref.audit.pairs import (
+    COVER_SCREEN,
     check_pairs,
     cover_design,
     is_covering,
@@ -503,8 +504,10 @@ def _sample_selection(
     side = side_generator(gen) if covering else gen
     for key, arr in streams.items():
         try:
-            draw = side if key in covering else gen
-            selection[key] = tgt.sample(arr, n_sel, draw, bar.update)
+            if key in covering:  # a screen: fewer selection samples (COVER_SCREEN)
+                selection[key] = tgt.sample(arr, max(100, n_sel // COVER_SCREEN), side, bar.update)
+            else:
+                selection[key] = tgt.sample(arr, n_sel, gen, bar.update)
         except TargetFailure:
             continue
         bits.add(selection[key])
@@ -530,6 +533,8 @@ def _select_events(
         if kx not in selection or kx2 not in selection:
             continue
         Y1, Y2 = selection[kx], selection[kx2]
+        n = min(Y1.shape[0], Y2.shape[0])  # a covering stream is screened on fewer samples
+        Y1, Y2 = Y1[:n], Y2[:n]
         if families.use_bb:
             for key in (kx, kx2):
                 if key not in features:
@@ -537,7 +542,11 @@ def _select_events(
             if is_covering(p) and side is None:
                 side = side_generator(gen)
             for numerator_is_x, bb in greedy_conjunctions(
-                features[kx], features[kx2], fpairs, split.z, side if is_covering(p) else gen
+                features[kx][:n],
+                features[kx2][:n],
+                fpairs,
+                split.z,
+                side if side is not None and is_covering(p) else gen,
             ):
                 candidates.append(_Candidate(k, numerator_is_x, bb))
             # learned projections (fitted and thresholded on this selection split only)
@@ -576,6 +585,8 @@ def _select_gdp_events(
         if kx not in selection or kx2 not in selection:
             continue
         Y1, Y2 = selection[kx], selection[kx2]
+        n = min(Y1.shape[0], Y2.shape[0])  # a covering stream is screened on fewer samples
+        Y1, Y2 = Y1[:n], Y2[:n]
         shift = None if model is None else model.shift(p.x, p.x_prime)
         for x_num, sc in pair_candidates(
             Y1, Y2, features if families.use_bb else None, shift, model_name, split.n_test,

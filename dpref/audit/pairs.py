@@ -9,7 +9,9 @@ it whatever the sample size.  :func:`standard_pairs` therefore flips
   all-low, the all-high and a random stream ("low" and "high" realise the event-level
   sensitivity, :meth:`~dpref.domains.Domain.extremes`);
 * every **other** position on one base stream (all-low for even 0-based positions,
-  all-high for odd ones: one new stream per position, since the bases are sampled anyway).
+  all-high for odd ones: one new stream per position, since the bases are sampled anyway),
+  screened on ``1/COVER_SCREEN`` of the selection samples and drawn, with its events,
+  from :func:`side_generator`, so that the anchor pairs' numbers do not change.
 
 At ``T ≤`` :data:`FULL_COVER_HORIZON` that is every position.  Above it the other
 positions are a stratified random design: the items are cut into
@@ -37,6 +39,7 @@ from dpref.validation import check_int_range, fmt
 
 __all__ = [
     "COVER_BLOCKS",
+    "COVER_SCREEN",
     "FULL_COVER_HORIZON",
     "check_pairs",
     "cover_design",
@@ -53,6 +56,9 @@ FULL_COVER_HORIZON = 16
 """Largest T at which the standard family flips every position."""
 COVER_BLOCKS = 16
 """Blocks of the stratified random design above :data:`FULL_COVER_HORIZON`."""
+COVER_SCREEN = 4
+"""A stream only covering pairs use is screened on ``1/COVER_SCREEN`` of the selection
+samples of an anchor stream (the test split of the chosen pair is full size whatever it is)."""
 
 
 def random_stream(T: int, domain: Domain, rng: np.random.Generator) -> FloatArray:
@@ -83,13 +89,15 @@ def cover_design(T: int) -> str:
     if T <= FULL_COVER_HORIZON:
         return (
             f"every position t = 1..{T} flipped (first, middle, last on the all-low, all-high "
-            "and a random stream; the others on all-low/all-high)"
+            f"and a random stream; the others on all-low/all-high, screened on 1/{COVER_SCREEN} "
+            "of the selection samples)"
         )
     width = -(-T // COVER_BLOCKS)
     return (
         f"first, middle, last flipped on the all-low, all-high and a random stream, plus one "
-        f"random position in each of {-(-T // width)} blocks of {width} items (seeded): a "
-        f"single leaking item is flipped with probability ≥ 1/{width} per run"
+        f"random position in each of {-(-T // width)} blocks of {width} items (seeded; "
+        f"screened on 1/{COVER_SCREEN} of the selection samples): a single leaking item is "
+        f"flipped with probability ≥ 1/{width} per run"
     )
 
 
