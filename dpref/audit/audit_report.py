@@ -547,14 +547,14 @@ class AuditReport:
             f"{self.test_samples:,} test); {self.pairs_screened} pairs screened; "
             f"{self.seconds:.2f} s"
         )
+        if self.pairs_design:
+            lines.append(f"pairs       {self.pairs_design}")
         if k:
             lines.append(
                 f"confidence  each of the {2 * k} Clopper–Pearson bounds at level "
                 f"{(1 - self.confidence) / (2 * k):.4g} (Bonferroni over {k} "
                 f"event{'s' if k > 1 else ''} × 2 rates)"
             )
-        if self.pairs_design:
-            lines.append(f"pairs       {self.pairs_design}")
         for f in self.findings:
             lines.append(f"FINDING     {f}")
         return "\n".join(lines)
