@@ -33,6 +33,12 @@ Every subcommand takes `--json` and then prints exactly one JSON object on stdou
 prints one line on stderr (`dpref: error: name=value: why`) and exits 2; a failed check exits 1.
 The same text is printed by `dpref COMMAND --help`.
 
+Exit status of `dpref audit` (also `--exact`), `dpref conform` and `dpref golden run`:
+0 no violation and no finding; 1 violation or non-conformance; 3 inconclusive (nothing
+proven wrong, but a finding that undermines the verdict — NaN, a crash, a hang, a fork, a
+write, a signed zero — or an uncomputable exact loss keeps it from being a pass); 2 usage or
+input error (docs/auditing.md §5).
+
 """
 
 

@@ -75,7 +75,11 @@ def test_standard_pairs_are_event_level_neighbours() -> None:
             diff = np.flatnonzero(np.array(p.x) != np.array(p.x_prime))
             assert diff.size == 1
         positions = {p.position for p in pairs}
-        assert positions == {1, (T - 1) // 2 + 1, T}
+        assert positions == set(range(1, T + 1))  # issue 24: every position at T <= 16
+    # above 16: first, middle, last and one random position in each of 16 blocks
+    big = {p.position - 1 for p in standard_pairs(40, bits(), rng)}
+    assert {0, 19, 39} <= big
+    assert all(big & set(range(s, min(40, s + 3))) for s in range(0, 40, 3))
     ints = standard_pairs(4, bounded_integers(-3, 5), rng)
     for p in ints:
         i = p.position - 1

@@ -291,7 +291,11 @@ def test_runner_abstraction_is_used_for_every_call() -> None:
         return inner(stream, script)
 
     report = exact_audit(it.binary_ok, 8, runner=run, checks=2)
-    assert report.epsilon == 1 and len(calls) == report.calls == 2 + 8 + 8 + 2 * 2
+    # the fit (2 + T + K), 2 replayed random checks, 4 structured streams and the T
+    # neighbours of all-high (ξ = 0 and random ξ each), the noise ladder (10 magnitudes × ±
+    # at x₀, the 6 from 1e6 up also at all-high)
+    fit, structured, ladder = 2 + 8 + 8, 2 * (4 + 8), 2 * (10 + 6)
+    assert report.epsilon == 1 and len(calls) == report.calls == fit + 2 * 2 + structured + ladder
 
 
 @pytest.mark.parametrize(

@@ -89,10 +89,11 @@ def test_no_violation_found_says_what_it_does_not_prove() -> None:
     assert "never prove" in r.reason
 
 
-def test_nan_outputs_do_not_stop_sampling_so_the_verdict_stands() -> None:
+def test_nan_outputs_make_the_verdict_inconclusive() -> None:
+    # issue 24: a finding used to leave `no-violation-found` and exit 0
     r = audit(at.returns_nan, horizon=3, epsilon=1, samples=2_000, seed=1)
-    assert r.verdict == NO_VIOLATION and not r.ok  # ok still requires no findings
-    assert "non-finite" in r.reason
+    assert r.verdict == INCONCLUSIVE and r.exit_code == 3 and not r.ok
+    assert "non-finite" in r.reason and "not a pass" in r.reason
 
 
 def test_plan_events_beyond_their_horizon_are_a_parameter_error() -> None:

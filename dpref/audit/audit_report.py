@@ -17,13 +17,16 @@ from dpref.audit.targets import Finding
 
 __all__ = [
     "EXIT_CODES",
+    "EXIT_USAGE",
     "INCONCLUSIVE",
     "NO_VIOLATION",
+    "UNDETERMINING",
     "VERDICTS",
     "VIOLATION",
     "AuditReport",
     "EventResult",
     "NeighbourPair",
+    "golden_exit_code",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -42,7 +45,29 @@ nothing was proven wrong with what could run: neither a pass nor a failure."""
 VERDICTS = (VIOLATION, NO_VIOLATION, INCONCLUSIVE)
 
 EXIT_CODES = {NO_VIOLATION: 0, VIOLATION: 1, INCONCLUSIVE: 3}
-"""Exit code of ``dpref audit`` / ``dpref conform`` per verdict (2 is bad input)."""
+"""Exit code of ``dpref audit`` (sampled and ``--exact``), ``dpref conform`` and
+``dpref golden run`` per verdict; 2 is a usage or input error (docs/auditing.md §5):
+0 only when nothing was found."""
+
+EXIT_USAGE = 2
+"""Exit code of a usage or input error (one line on stderr)."""
+
+UNDETERMINING = ("timeout", "not-deterministic", "gave-up")
+"""Finding kinds that leave a conformance check (``conform``, ``golden run``) untested
+rather than failed: exit 3.  Any other finding there is a difference from the reference
+that the reference never shows (an exception, NaN, a wrong length): exit 1."""
+
+
+def golden_exit_code(result: Any) -> int:
+    """The exit code of ``dpref golden run`` for a :class:`~dpref.audit.golden_run.GoldenRun`:
+    0 every vector matched; 1 a wrong output or a defect finding on some vector
+    (non-conformance); 3 the target only timed out, was given up on or left vectors
+    unrun (nothing proven wrong, nothing established)."""
+    if result.ok:
+        return EXIT_CODES[NO_VIOLATION]
+    if result.mismatches or any(f.kind not in UNDETERMINING for _, f in result.findings):
+        return EXIT_CODES[VIOLATION]
+    return EXIT_CODES[INCONCLUSIVE]
 
 
 @dataclass(frozen=True)
@@ -206,6 +231,8 @@ class AuditReport:
     """ε(δ) of a μ_lb-GDP mechanism at δ = 1e-3, 1e-5, 1e-7 (informational, floats)."""
     model_mu: float | None = None
     """The chosen pair's exact μ under a Gaussian built-in's / reference's model."""
+    pairs_design: str = ""
+    """Which positions the screened pairs flip (:func:`~dpref.audit.pairs.cover_design`)."""
 
     @property
     def claimed_mu(self) -> float | None:
@@ -236,13 +263,19 @@ class AuditReport:
     @property
     def verdict(self) -> str:
         """``violation`` (proven, whatever else happened), else ``inconclusive`` when the
-        target kept a pair from being sampled or no event could be tested, else
-        ``no-violation-found``."""
+        target kept a pair from being sampled, no event could be tested or anything was
+        found (a finding — NaN, a crash, a time-out, a fork, a signed zero … — means the
+        outputs sampled are not the release a pass would speak for), else
+        ``no-violation-found`` (docs/auditing.md §5)."""
         if self.violation:
             return VIOLATION
-        if self.epsilon_lower_bound is None or self.streams_failed:
+        if self.epsilon_lower_bound is None or self.streams_failed or self.findings:
             return INCONCLUSIVE
         return NO_VIOLATION
+
+    def _found(self) -> str:
+        """The findings' kinds, for the reason of an inconclusive verdict."""
+        return ", ".join(sorted({f.kind for f in self.findings}))
 
     @property
     def reason(self) -> str:
@@ -273,10 +306,9 @@ class AuditReport:
         )
         if failed:
             return f"{failed}: the pairs on those streams were not audited; on the others {within}"
-        notes = "; ".join(sorted({f.kind for f in self.findings}))
-        return f"{within}; an audit can refute a claim, never prove it" + (
-            f" (findings that did not stop sampling: {notes})" if notes else ""
-        )
+        if self.findings:
+            return f"{within}, but the target showed findings ({self._found()}): not a pass"
+        return f"{within}; an audit can refute a claim, never prove it"
 
     def _claim_text(self) -> str:
         if self.claim_kind == "mu":
@@ -316,6 +348,8 @@ class AuditReport:
             within = f"{self._bound_text()} does not exceed the claimed {claim} ({conf})"
         if failed:
             return f"{failed}: the pairs on those streams were not audited; on the others {within}"
+        if self.findings:
+            return f"{within}, but the target showed findings ({self._found()}): not a pass"
         return f"{within}; an audit can refute a claim, never prove it"
 
     def _blocking(self) -> str:
@@ -394,6 +428,7 @@ class AuditReport:
             "seed": self.seed,
             "streams_failed": self.streams_failed,
             "streams_total": self.streams_total,
+            "pairs_design": self.pairs_design,
         }
 
     def summary(self) -> str:
@@ -444,6 +479,8 @@ class AuditReport:
             f"{self.test_samples:,} test); {self.pairs_screened} pairs screened; "
             f"{self.seconds:.2f} s"
         )
+        if self.pairs_design:
+            lines.append(f"pairs       {self.pairs_design}")
         for f in self.findings:
             lines.append(f"FINDING     {f}")
         return "\n".join(lines)
@@ -510,6 +547,8 @@ class AuditReport:
             f"{self.test_samples:,} test); {self.pairs_screened} pairs screened; "
             f"{self.seconds:.2f} s"
         )
+        if self.pairs_design:
+            lines.append(f"pairs       {self.pairs_design}")
         if k:
             lines.append(
                 f"confidence  each of the {2 * k} Clopper–Pearson bounds at level "

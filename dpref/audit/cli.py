@@ -4,10 +4,11 @@
 mechanism flags) or a black-box callable ``package.module:function`` /
 ``path/to/file.py:function`` with signature ``f(stream, rng) -> len(stream) floats``.
 
-Exit codes follow the report's verdict: 0 — ``no-violation-found`` (conform: the
-target conforms); 1 — ``violation`` (audit: a violation was proven; conform: the
-target does not conform); 3 — ``inconclusive`` (the target kept part of the run from
-happening and nothing that ran was proven wrong); 2 — bad input.
+Exit codes follow the report's verdict: 0 — ``no-violation-found`` and no finding
+(conform: the target conforms); 1 — ``violation`` (audit: a violation was proven;
+conform: the target does not conform); 3 — ``inconclusive`` (nothing was proven wrong,
+and a finding — NaN, a crash, a time-out, a fork, a signed zero — or an uncomputable
+exact loss keeps it from being a pass); 2 — usage or input error.
 
 Options never collide silently: every option given must be used by the run.  A
 mechanism flag (``--window``, ``--delta``, ``--alpha``, …) configures the built-in
@@ -50,6 +51,17 @@ __all__ = ["EXIT_INCONCLUSIVE", "add_parser", "run", "run_audit", "run_conform"]
 
 EXIT_INCONCLUSIVE = 3
 """Exit code of an inconclusive audit or conformance run (0 pass, 1 violation, 2 bad input)."""
+
+_PROTOCOLS = ("rng", "callback")
+"""The noise protocols of ``--exact`` (:data:`dpref.audit.recording.PROTOCOLS`; a test
+keeps the two equal without importing the audit machinery here)."""
+
+_EXIT_EPILOG = (
+    "exit status: 0 no violation and no finding (conform: conforms); 1 a violation proven "
+    "(conform: does not conform); 3 inconclusive — nothing proven, and something (a "
+    "finding such as NaN, a crash, a time-out, a fork, a signed zero; an uncomputable exact "
+    "loss) keeps it from being a pass; 2 usage or input error (docs/auditing.md §5)"
+)
 
 _FLAG_DEFAULTS = {"noise": None, "domain": "bits", "neighbours": "replace"}
 """Shared flags whose default is filled in after checking whether they were given."""
@@ -171,6 +183,11 @@ def _check_audit_options(args: argparse.Namespace) -> None:
     """Every option given to ``dpref audit`` must be used by this run."""
     _check_foreign(args, "audit")
     blackbox = args.target not in mechanism_names()
+    if args.protocol is not None:
+        raise ParameterError(
+            f"--protocol={args.protocol}: used only by --exact (the sampled audit calls "
+            "f(stream, rng) with a numpy Generator)"
+        )
     if blackbox and args.reference is None:
         _unused_mechanism_flags(args, "the target is a black box and no --reference is given")
     if blackbox and args.no_exact:
@@ -275,6 +292,11 @@ def _check_exact_options(args: argparse.Namespace) -> None:
         )
     if args.target not in mechanism_names():
         _unused_mechanism_flags(args, "the target is a black box (--exact scripts its own draws)")
+    elif args.protocol is not None:
+        raise ParameterError(
+            f"--protocol={args.protocol}: a built-in target is called in dpref's process "
+            "with its own noise; --protocol is for a black-box target"
+        )
     elif args.mu is not None:
         raise ParameterError(
             f"--mu={args.mu}: a built-in target is built from its budget, --epsilon or --rho, "
@@ -401,6 +423,7 @@ def add_parser(subparsers: Any) -> None:
         help="lower-bound a target's privacy loss on neighbouring streams",
         description="Clopper–Pearson lower bound on the privacy loss of TARGET on event-level "
         "neighbouring streams of length T; --epsilon is the ε the target claims.",
+        epilog=_EXIT_EPILOG,
     )
     _common(p)
     p.add_argument(
@@ -413,8 +436,9 @@ def add_parser(subparsers: Any) -> None:
         "--pair",
         action="append",
         default=None,
-        help="a neighbouring pair X/X' (comma-separated items), repeatable; default: flip the "
-        "first, middle and last item of all-low, all-high and random streams",
+        help="a neighbouring pair X/X' (comma-separated items), repeatable; default: every "
+        "position flipped at T <= 16 (first, middle and last on all-low, all-high and random "
+        "streams), a stated random covering design above",
     )
     p.add_argument(
         "--reference",
@@ -452,6 +476,14 @@ def add_parser(subparsers: Any) -> None:
         help="script the target's Laplace or normal draws and compute its exact ε (Laplace) "
         "or μ (normal) (docs/auditing.md §9)",
     )
+    p.add_argument(
+        "--protocol",
+        choices=list(_PROTOCOLS),
+        default=None,
+        help="with --exact: how a black-box target takes its noise — rng: f(stream, rng) "
+        "drawing rng.laplace / rng.normal; callback: f(stream, noise) calling noise(scale, "
+        "size) for Laplace noise (default: the target's dpref_noise attribute, else rng)",
+    )
     _add_foreign(p, "audit")
     p.set_defaults(func=run_audit)
 
@@ -463,6 +495,12 @@ def add_parser(subparsers: Any) -> None:
         "variance of TARGET against --reference (built with the mechanism flags: --epsilon "
         "for a Laplace reference, --rho for a Gaussian one); without --reference only the "
         "reference-free checks (crashes, output length, determinism, causality).",
+        epilog=_EXIT_EPILOG.replace(
+            "(a finding such as NaN, a crash, a time-out, a fork, a signed zero; an "
+            "uncomputable exact loss)",
+            "(a time-out, a target not deterministic given its rng; a crash or NaN is a "
+            "difference from the reference: 1)",
+        ),
     )
     _common(p)
     for action in p._actions:  # a reference-free conform of a black box claims no ε
@@ -613,6 +651,7 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         mu=args.mu,
         privacy=args.privacy,
         domain=domain,
+        protocol=args.protocol,
         seed=args.seed or 0,
         timeout=args.timeout,
     )

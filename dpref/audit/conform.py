@@ -60,6 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit import cluster as cluster_module
+from dpref.audit.audit_report import UNDETERMINING
 from dpref.audit.cluster import (
     Executor,
     RowsShard,
@@ -73,6 +74,7 @@ from dpref.audit.cluster import (
     shard_layout,
     shard_seed,
 )
+from dpref.audit.conform_causality import causality_check
 from dpref.audit.conform_checks import (
     Check,
     _noise_checks,
@@ -344,7 +346,7 @@ def conform(
     x = _test_stream(stream, T, dom, gen)
     checks = [_crashes(tgt, T, dom, gen)]
     if reference is None:
-        checks.append(_causality(tgt, x, dom, gen))
+        checks.append(causality_check(tgt, x, dom, gen))
         return _conform_report(tgt, None, T, 0, 0.0, checks, None, seed, start)
     a_stat = a / _N_STAT_CHECKS
     root = root_seed(gen)
@@ -352,7 +354,7 @@ def conform(
         bar = Progress(total=n, enabled=progress, unit="runs")
         Y = _main_sample(tgt, x, n, root, executor, bar)
         bar.close()
-    checks.append(_causality(tgt, x, dom, gen))
+    checks.append(causality_check(tgt, x, dom, gen))
     if isinstance(Y, Finding):
         stat = _StatChecks.not_run(Y, a_stat)
     else:
@@ -361,8 +363,9 @@ def conform(
     return _conform_report(tgt, reference, T, n, a, checks, stat, seed, start)
 
 
-_NOT_DEFECTS = ("not-deterministic", "timeout")
-"""Findings that are not defects of the target: they leave checks untested."""
+_NOT_DEFECTS = UNDETERMINING
+"""Findings that are not defects of the target: they leave checks untested (a time-out,
+a target given up on after time-outs, not deterministic given its rng): exit 3."""
 
 
 def _conform_report(
@@ -739,92 +742,4 @@ def _crash_detail(found: list[Finding]) -> str:
     return "; ".join(
         f"{kind} at T = {', '.join(map(str, hs))}: {detail}"
         for (kind, detail), hs in groups.items()
-    )
-
-
-def _reflect(x: FloatArray, domain: Domain) -> FloatArray:
-    """Change every item: ``lower + upper − x`` (bits: 1 − x); mid-points move to lower."""
-    lo, hi = float(domain.lower), float(domain.upper)
-    out = lo + hi - x
-    same = out == x
-    out[same] = lo if lo != x[same].max(initial=lo) else hi
-    return out
-
-
-def _causality(tgt: Target, x: FloatArray, ref: Domain, gen: np.random.Generator) -> Check:
-    """Replay with the same seeds: outputs up to s must not see items after s."""
-    T = x.size
-    if T == 1:
-        return Check("causality", True, None, None, None, 0.0, "T = 1: nothing to replay")
-    seeds = [int(s) for s in gen.integers(0, 2**63 - 1, 2)]
-    cuts = sorted({1, (T + 1) // 2, T - 1})
-    try:
-        for s0 in seeds:
-            found = _replay(tgt, x, ref, s0, cuts)
-            if found is not None:
-                return found
-    except TargetFailure as exc:
-        return Check("causality", None, None, None, None, 0.0, f"not run: {exc.finding}")
-    return Check(
-        "causality",
-        True,
-        None,
-        None,
-        None,
-        0.0,
-        f"outputs up to s unchanged when items after s = {', '.join(map(str, cuts))} "
-        f"change ({len(seeds)} seeds; deterministic given the rng)",
-    )
-
-
-def _replay(tgt: Target, x: FloatArray, ref: Domain, s0: int, cuts: list[int]) -> Check | None:
-    """One seed: the verdict when determinism or causality fails, else None."""
-    T = x.size
-    y1 = tgt.call_once(x, np.random.default_rng(s0))
-    y2 = tgt.call_once(x, np.random.default_rng(s0))
-    if not np.array_equal(y1, y2, equal_nan=True):
-        return _not_deterministic(tgt, y1, y2, T)
-    flipped = _reflect(x, ref)
-    for s in cuts:
-        x_alt = x.copy()
-        x_alt[s:] = flipped[s:]
-        y3 = tgt.call_once(x_alt, np.random.default_rng(s0))
-        tol = 1e-9 * (1.0 + np.abs(y1[:s]))
-        bad = np.flatnonzero(~(np.abs(y3[:s] - y1[:s]) <= tol))
-        if bad.size:
-            t = int(bad[0]) + 1
-            return Check(
-                "causality",
-                False,
-                float(abs(y3[t - 1] - y1[t - 1])),
-                None,
-                None,
-                0.0,
-                f"the output at t={t} changed (by {abs(y3[t - 1] - y1[t - 1]):.3g}) "
-                f"when only items after s={s} changed, with the same rng seed",
-            )
-    return None
-
-
-def _not_deterministic(tgt: Target, y1: FloatArray, y2: FloatArray, T: int) -> Check:
-    """Record the finding that two runs with one seed differ; causality is then untestable."""
-    same = (y1 == y2) | (np.isnan(y1) & np.isnan(y2))  # exactly what array_equal compared
-    t = int(np.flatnonzero(~same)[0]) + 1
-    tgt.record(
-        Finding(
-            "not-deterministic",
-            f"two runs with the same rng seed differ at t={t}: the target "
-            "draws randomness from somewhere other than its rng",
-            T,
-        )
-    )
-    return Check(
-        "causality",
-        None,
-        None,
-        None,
-        None,
-        0.0,
-        "not testable by replay: the target is not deterministic given its rng "
-        f"(two runs with the same seed differ at t={t})",
     )

@@ -3,10 +3,11 @@
 For neighbouring streams ``x, x′`` (equal except at one step) and any event E, an
 ε-DP mechanism satisfies ``P[M(x) ∈ E] ≤ e^ε P[M(x′) ∈ E]``.  The audit
 
-1. builds neighbouring pairs of length T: the given ones, or a standard family —
-   flip the first, middle and last item of the all-low, all-high and a random
-   stream (for non-bit domains the flip goes between the domain's extremes), and,
-   when a plan is known, also the item the plan charges most;
+1. builds neighbouring pairs of length T: the given ones, or a standard family that
+   covers every position (:mod:`dpref.audit.pairs`: the first, middle and last item
+   of the all-low, all-high and a random stream, every other position on one base at
+   T ≤ 16, a stated stratified random design above) and, when a plan is known, also
+   the item the plan charges most;
 2. draws a *selection* split of outputs on every stream and, for every pair and
    both orientations, chooses candidate events (:mod:`dpref.audit.events`):
    greedy conjunctions of half-lines on output coordinates and their differences,
@@ -37,6 +38,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -54,8 +56,8 @@ from dpref.audit.audit_report import (
     AuditReport,
     EventResult,
     NeighbourPair,
-    _num,
 )
+from dpref.audit.bitlevel import BitChannels
 from dpref.audit.cluster import (
     CountShard,
     Executor,
@@ -90,13 +92,20 @@ from dpref.audit.gdp_events import (
     pair_candidates,
 )
 from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
+from dpref.audit.pairs import (
+    COVER_SCREEN,
+    check_pairs,
+    cover_design,
+    is_covering,
+    side_generator,
+    standard_pairs,
+)
 from dpref.audit.progress import Progress
 from dpref.audit.stats import cp_lower, cp_upper, shave_down
 from dpref.audit.targets import Target, TargetFailure, as_target, seeded
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
-from dpref.noise import make_rng
 from dpref.plan import LinearPlan
 from dpref.validation import (
     check_choice,
@@ -131,98 +140,6 @@ _EXPOSED_MAX_HORIZON = 256
 (T noiseless releases of the reference)."""
 _PLAN_MAX_HORIZON = 1024
 """Largest T for the plan-aware event (its recovery matrix is dense, T × T)."""
-
-
-def _random_stream(T: int, domain: Domain, rng: np.random.Generator) -> FloatArray:
-    lo, hi = float(domain.lower), float(domain.upper)
-    if domain.integer:
-        return rng.integers(int(lo), int(hi) + 1, T).astype(np.float64)
-    return rng.uniform(lo, hi, T)
-
-
-def standard_pairs(
-    horizon: int, domain: Domain, rng: np.random.Generator, extra_positions: Sequence[int] = ()
-) -> list[NeighbourPair]:
-    """Flip the first, middle and last item of the all-low, all-high and a random stream.
-
-    "Low" and "high" are the two values that realise the event-level sensitivity
-    (:meth:`~dpref.domains.Domain.extremes`); a flip moves an item to the other one
-    (for a random stream's item that is neither, to the farther one).
-    ``extra_positions`` (0-based) adds items to flip — the audit adds the item a
-    known plan charges most (``argmax_i Σ_n |a_{n,i}|Δ/b_n``).  ``horizon`` is at most
-    :data:`~dpref.audit.limits.MAX_HORIZON`; ``rng`` follows NEP 19.
-    """
-    T = check_int_range("horizon", horizon, 1, MAX_HORIZON)
-    if not isinstance(domain, Domain):
-        raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref Domain")
-    rng = make_rng(rng)
-    if isinstance(extra_positions, str | bytes):
-        raise DprefTypeError(f"extra_positions={fmt(extra_positions)}: must be a sequence of ints")
-    try:
-        extra = list(extra_positions)
-    except TypeError:
-        raise DprefTypeError(
-            f"extra_positions={fmt(extra_positions)}: must be a sequence of ints"
-        ) from None
-    extra_positions = [
-        check_int_range(f"extra_positions[{i}]", p, 0, T - 1) for i, p in enumerate(extra)
-    ]
-    lo, hi = domain.extremes()
-    bases = [
-        (f"all-{_num(lo)}", np.full(T, lo)),
-        (f"all-{_num(hi)}", np.full(T, hi)),
-        ("random", _random_stream(T, domain, rng)),
-    ]
-    positions = sorted({0, (T - 1) // 2, T - 1, *(int(p) for p in extra_positions)})
-    out: list[NeighbourPair] = []
-    seen: set[tuple[tuple[float, ...], tuple[float, ...]]] = set()
-    for label, base in bases:
-        for pos in positions:
-            x2 = base.copy()
-            v = float(base[pos])
-            x2[pos] = hi if abs(v - lo) <= abs(v - hi) else lo
-            key = (tuple(base.tolist()), tuple(x2.tolist()))
-            if key in seen or key[::-1] in seen:
-                continue
-            seen.add(key)
-            where = {0: "first", T - 1: "last", (T - 1) // 2: "middle"}.get(pos, "most charged")
-            out.append(
-                NeighbourPair(
-                    tuple(base.tolist()),
-                    tuple(x2.tolist()),
-                    f"{label} stream, {where} item (t={pos + 1}) set to {_num(float(x2[pos]))}",
-                )
-            )
-    return out
-
-
-def _check_pairs(pairs: Any, horizon: int, domain: Domain) -> list[NeighbourPair]:
-    if not isinstance(pairs, list | tuple) or not pairs:
-        raise DprefTypeError(f"pairs={fmt(pairs)}: must be a non-empty list of (x, x') pairs")
-    out = []
-    for k, pair in enumerate(pairs):
-        if isinstance(pair, NeighbourPair):
-            pair = (pair.x, pair.x_prime)
-        if not isinstance(pair, list | tuple) or len(pair) != 2:
-            raise DprefTypeError(f"pairs[{k}]={fmt(pair)}: must be a pair (x, x')")
-        x = domain.check_stream(f"pairs[{k}][0]", pair[0])
-        x2 = domain.check_stream(f"pairs[{k}][1]", pair[1])
-        if x.size != horizon or x2.size != horizon:
-            raise ParameterError(
-                f"pairs[{k}]: streams of length {x.size} and {x2.size}, expected horizon={horizon}"
-            )
-        diff = np.flatnonzero(x != x2)
-        if diff.size != 1:
-            raise ParameterError(
-                f"pairs[{k}]: event-level neighbours differ in exactly one item, these differ "
-                f"in {diff.size}"
-            )
-        out.append(
-            NeighbourPair(
-                tuple(x.tolist()), tuple(x2.tolist()), f"given pair {k + 1} (t={diff[0] + 1})"
-            )
-        )
-    return out
 
 
 def _stream_key(x: Sequence[float]) -> bytes:
@@ -343,7 +260,8 @@ def audit(
         bar = Progress(
             total=len(streams) * split.n_sel + 2 * split.n_test, enabled=progress, unit="samples"
         )
-        selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar)
+        covering = _covering_only(pair_list)
+        selection = _sample_selection(opts.tgt, streams, split.n_sel, gen, bar, covering)
         failed = len(streams) - len(selection)
         if opts.claim.privacy == "pure":
             candidates = _select_events(pair_list, selection, families, split, gen)
@@ -360,6 +278,9 @@ def audit(
         bar.close()
     report = _audit_report(opts, split, pair_list, chosen, results, exact, seed, start)
     report.streams_failed, report.streams_total = failed, len(streams)
+    report.pairs_design = (
+        cover_design(opts.T) if pairs is None else f"{len(pair_list)} given pair(s)"
+    )
     return report
 
 
@@ -470,7 +391,7 @@ def _neighbour_pairs(opts: _Options, pairs: Any, gen: np.random.Generator) -> li
             extra.append(most_exposed_item(GaussianModel.of(src, T), float(lo), float(hi)))
     if pairs is None:
         return standard_pairs(T, opts.domain, gen, extra)
-    return _check_pairs(pairs, T, opts.domain)
+    return check_pairs(pairs, T, opts.domain)
 
 
 @dataclass(frozen=True)
@@ -548,12 +469,19 @@ def _split(opts: _Options, families: _Families) -> _Split:
 
 
 def _distinct_streams(pair_list: list[NeighbourPair]) -> dict[bytes, FloatArray]:
-    """Every stream of every pair, once, in order of first appearance."""
+    """Every stream of every pair, once, in order of first appearance (the anchor pairs'
+    streams first, then the streams only the covering pairs use)."""
     streams: dict[bytes, FloatArray] = {}
-    for p in pair_list:
+    for p in sorted(pair_list, key=is_covering):
         for xs in (p.x, p.x_prime):
             streams.setdefault(_stream_key(xs), np.asarray(xs, dtype=np.float64))
     return streams
+
+
+def _covering_only(pair_list: list[NeighbourPair]) -> set[bytes]:
+    """The streams only covering pairs use (:func:`~dpref.audit.pairs.is_covering`)."""
+    anchored = {_stream_key(xs) for p in pair_list if not is_covering(p) for xs in (p.x, p.x_prime)}
+    return {_stream_key(p.x_prime) for p in pair_list if is_covering(p)} - anchored
 
 
 def _sample_selection(
@@ -562,14 +490,29 @@ def _sample_selection(
     n_sel: int,
     gen: np.random.Generator,
     bar: Progress,
+    covering: AbstractSet[bytes] = frozenset(),
 ) -> dict[bytes, FloatArray]:
-    """The selection split of every stream (streams the target fails on are left out)."""
+    """The selection split of every stream (streams the target fails on are left out).
+
+    The streams only covering pairs use are drawn from :func:`~dpref.audit.pairs.side_generator`
+    (a far-jumped copy of ``gen``), so ``gen`` ends where the anchor pairs alone leave it and
+    everything drawn after the selection (events, the test split's root) is the same as
+    without the covering pairs.  Every stream's outputs go through
+    :class:`~dpref.audit.bitlevel.BitChannels` (signed zeros, NaN payloads)."""
     selection: dict[bytes, FloatArray] = {}
+    bits = BitChannels()
+    side = side_generator(gen) if covering else gen
     for key, arr in streams.items():
         try:
-            selection[key] = tgt.sample(arr, n_sel, gen, bar.update)
+            if key in covering:  # a screen: fewer selection samples (COVER_SCREEN)
+                selection[key] = tgt.sample(arr, max(100, n_sel // COVER_SCREEN), side, bar.update)
+            else:
+                selection[key] = tgt.sample(arr, n_sel, gen, bar.update)
         except TargetFailure:
             continue
+        bits.add(selection[key])
+    for finding in bits.findings(next(iter(streams.values())).size if streams else None):
+        tgt.record(finding)
     return selection
 
 
@@ -584,17 +527,26 @@ def _select_events(
     candidates: list[_Candidate] = []
     features: dict[bytes, FloatArray] = {}
     plan, fpairs = families.plan, split.fpairs
+    side: np.random.Generator | None = None  # the covering pairs' (leaves gen as without them)
     for k, p in enumerate(pair_list):
         kx, kx2 = _stream_key(p.x), _stream_key(p.x_prime)
         if kx not in selection or kx2 not in selection:
             continue
         Y1, Y2 = selection[kx], selection[kx2]
+        n = min(Y1.shape[0], Y2.shape[0])  # a covering stream is screened on fewer samples
+        Y1, Y2 = Y1[:n], Y2[:n]
         if families.use_bb:
             for key in (kx, kx2):
                 if key not in features:
                     features[key] = compute_features(selection[key], fpairs)
+            if is_covering(p) and side is None:
+                side = side_generator(gen)
             for numerator_is_x, bb in greedy_conjunctions(
-                features[kx], features[kx2], fpairs, split.z, gen
+                features[kx][:n],
+                features[kx2][:n],
+                fpairs,
+                split.z,
+                side if side is not None and is_covering(p) else gen,
             ):
                 candidates.append(_Candidate(k, numerator_is_x, bb))
             # learned projections (fitted and thresholded on this selection split only)
@@ -633,6 +585,8 @@ def _select_gdp_events(
         if kx not in selection or kx2 not in selection:
             continue
         Y1, Y2 = selection[kx], selection[kx2]
+        n = min(Y1.shape[0], Y2.shape[0])  # a covering stream is screened on fewer samples
+        Y1, Y2 = Y1[:n], Y2[:n]
         shift = None if model is None else model.shift(p.x, p.x_prime)
         for x_num, sc in pair_candidates(
             Y1, Y2, features if families.use_bb else None, shift, model_name, split.n_test,

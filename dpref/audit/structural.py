@@ -47,6 +47,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit.audit_report import AuditReport
+from dpref.audit.bitlevel import BitChannels
+from dpref.audit.exact_probes import Point, basis_text, verification_points
 from dpref.audit.l1loss import (
     SNAP_MAX_DENOMINATOR,
     SNAP_RELATIVE,
@@ -95,6 +97,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 _U = 2.0**-53  # unit roundoff of float64
+_TINY = 2.0**-1074  # the smallest subnormal float64
 
 PRIVACY_VIEWS = ("pure", "zcdp", "gdp")
 """The claims an exact audit compares with: pure ε-DP (Laplace draws), ρ-zCDP or μ-GDP
@@ -162,6 +165,8 @@ class Structure:
     """Target calls made."""
     law: str = "laplace"
     """The law of the scripted draws: ``laplace``, ``normal`` or ``none`` (no draw)."""
+    checks: int = 0
+    """Random verification points (besides the structured streams and the ladder)."""
 
 
 def linearity_tolerance(
@@ -180,8 +185,9 @@ def linearity_tolerance(
     most ``γ_n·Σ|terms|`` (``γ_n ≈ n·u``, Higham, *Accuracy and Stability*, §3.1); the
     probed columns of A and M are differences of such outputs, so each carries an error
     ``≲ n·u·(|c| + |y_probe|)``, weighted by |dx_i| and |ξ_j| in the fit.  The tolerance
-    is ``4·(n + 1)·u·(|y| + |c|·(1 + ‖dx‖₁ + ‖ξ‖₁) + |A|·|dx| + |M|·|ξ|)``: the sum of
-    those bounds with a factor 2 margin.
+    is ``4·(n + 1)·(u·(|y| + |c|·(1 + ‖dx‖₁ + ‖ξ‖₁) + |A|·|dx| + |M|·|ξ|) + 2⁻¹⁰⁷⁴)``:
+    the sum of those bounds with a factor 2 margin, and an absolute floor for subnormal
+    outputs (each operation there errs by up to half the smallest subnormal).
     """
     A_ = s.A if s is not None else A
     M_ = s.M if s is not None else M
@@ -193,7 +199,9 @@ def linearity_tolerance(
         + np.abs(A_) @ np.abs(dx)
         + (np.abs(M_) @ np.abs(xi) if M_.shape[1] else 0.0)
     )
-    out: FloatArray = 4.0 * (n + 1) * _U * scale
+    # an absolute floor for the subnormal range, where each operation's error is up to
+    # half the smallest subnormal whatever the magnitudes (the noise ladder probes there)
+    out: FloatArray = 4.0 * (n + 1) * (_U * scale + _TINY)
     return out
 
 
@@ -205,15 +213,10 @@ def _domain_base(domain: Domain) -> tuple[float, float]:
     return base, probe
 
 
-def _random_stream(domain: Domain, T: int, rng: np.random.Generator) -> FloatArray:
-    lo, hi = float(domain.lower), float(domain.upper)
-    if domain.integer:
-        return rng.integers(int(domain.lower), int(domain.upper) + 1, size=T).astype(np.float64)
-    return rng.uniform(lo, hi, size=T)
-
-
 def _same(a: FloatArray, b: FloatArray) -> bool:
-    return bool(np.array_equal(a, b, equal_nan=True))
+    """The same bits (a replay must reproduce the sign of a zero and a NaN's payload too)."""
+    a64, b64 = np.ascontiguousarray(a, np.float64), np.ascontiguousarray(b, np.float64)
+    return a64.shape == b64.shape and bool(np.array_equal(a64.view(np.uint64), b64.view(np.uint64)))
 
 
 class _Probe:
@@ -225,6 +228,7 @@ class _Probe:
         self.calls = 0
         self.signature: tuple[Any, ...] | None = None
         self.law = "none"
+        self.bits = BitChannels()
 
     def __call__(self, x: FloatArray, xi: FloatArray, what: str) -> FloatArray | None:
         self.calls += 1
@@ -258,6 +262,7 @@ class _Probe:
                 )
             )
             return None
+        self.bits.add(y)
         return y
 
     def _draw_findings(self, req: Requests, T: int) -> bool:
@@ -369,44 +374,15 @@ def recover_structure(
         if y is None:
             return None, findings
         M[:, j] = y - y0
-    worst, worst_ratio = 0.0, 0.0
-    for k in range(checks):
-        x = _random_stream(domain, T, rng)
-        if probe.law == "normal":
-            xi = rng.standard_normal(size=K)
-            what = f"random check {k + 1} (random stream, ξ ~ N(0, 1))"
-        else:
-            xi = rng.laplace(size=K)
-            what = f"random check {k + 1} (random stream, ξ ~ Lap(1))"
-        y = probe(x, xi, what)
-        if y is None:
+    fit = _Fit(A, M, y0, x0)
+    points = verification_points(domain, x0, M, y0, probe.law, checks, rng)
+    for point in points:
+        if not _verify(probe, fit, point, findings):
             return None, findings
-        y2 = probe(x, xi, f"a replay of {what}")
-        if y2 is None:
-            return None, findings
-        if not _same(y, y2):
-            findings.append(_not_reproducible(y, y2, T, what))
-            return None, findings
-        dx = x - x0
-        fit = A @ dx + (M @ xi if K else 0.0) + y0
-        res = np.abs(y - fit)
-        tol = linearity_tolerance(None, y, dx, xi, A=A, M=M, c=y0)
-        ratio = np.where(res == 0, 0.0, res / np.maximum(tol, np.finfo(float).tiny))
-        t = int(np.argmax(ratio))
-        worst = max(worst, float(res.max()))
-        worst_ratio = max(worst_ratio, float(ratio[t]))
-        if ratio[t] > 1.0:
-            findings.append(
-                Finding(
-                    "not-linear",
-                    f"not linear in its input/noise: on {what} output t={t + 1} is "
-                    f"{float(y[t])!r} but the linear fit gives {float(fit[t])!r} "
-                    f"(residual {res[t]:.3g}, "
-                    f"{ratio[t]:.3g} × the rounding tolerance {tol[t]:.3g})",
-                    T,
-                )
-            )
-            return None, findings
+    findings += probe.bits.findings(T)
+    if findings:
+        return None, findings
+    worst, worst_ratio = fit.worst, fit.worst_ratio
     structure = Structure(
         T,
         x0,
@@ -418,8 +394,65 @@ def recover_structure(
         worst_ratio,
         probe.calls,
         probe.law,
+        checks,
     )
     return structure, findings
+
+
+@dataclass(eq=False)
+class _Fit:
+    """The fitted structure while it is verified, and the worst residual so far."""
+
+    A: FloatArray
+    M: FloatArray
+    c: FloatArray
+    base: FloatArray
+    worst: float = 0.0
+    worst_ratio: float = 0.0
+
+
+def _verify(probe: _Probe, fit: _Fit, point: Point, findings: list[Finding]) -> bool:
+    """Call the target at one verification point (twice when it is replayed) and check
+    the outputs against the fit; False (with a finding) when they depart from it."""
+    T = int(point.x.size)
+    y = probe(point.x, point.xi, point.what)
+    if y is None:
+        return False
+    if point.replay:
+        y2 = probe(point.x, point.xi, f"a replay of {point.what}")
+        if y2 is None:
+            return False
+        if not _same(y, y2):
+            findings.append(_not_reproducible(y, y2, T, point.what))
+            return False
+    dx, xi = point.x - fit.base, point.xi
+    with np.errstate(over="ignore", invalid="ignore"):
+        pred = fit.A @ dx + (fit.M @ xi if xi.size else 0.0) + fit.c
+        res = np.abs(y - pred)
+        tol = linearity_tolerance(None, y, dx, xi, A=fit.A, M=fit.M, c=fit.c)
+        ratio = np.where(res == 0, 0.0, res / np.maximum(tol, np.finfo(float).tiny))
+    ratio = np.where(np.isfinite(ratio), ratio, np.inf)
+    t = int(np.argmax(ratio))
+    if ratio[t] >= fit.worst_ratio:  # the residual where the ratio is worst
+        fit.worst, fit.worst_ratio = float(res[t]), float(ratio[t])
+    if ratio[t] > 1.0:
+        ladder = (
+            " — clipped, rounded, saturated or bounded noise is not the claimed law"
+            if point.what.startswith("noise ladder")
+            else ""
+        )
+        findings.append(
+            Finding(
+                "not-linear",
+                f"not linear in its input/noise: on {point.what} output t={t + 1} is "
+                f"{float(y[t])!r} but the linear fit gives {float(pred[t])!r} "
+                f"(residual {res[t]:.3g}, {ratio[t]:.3g} × the rounding tolerance "
+                f"{tol[t]:.3g}){ladder}",
+                T,
+            )
+        )
+        return False
+    return True
 
 
 def _not_reproducible(y: FloatArray, y2: FloatArray, T: int, what: str) -> Finding:
@@ -612,6 +645,7 @@ def _certify_laplace(report: StructuralReport, s: Structure, dom: Domain) -> Non
 
 
 def _fill_common(report: StructuralReport, s: Structure) -> None:
+    report.basis = basis_text(s.horizon, int(s.M.shape[1]), s.checks, s.law)
     report.draws = int(s.M.shape[1])
     report.distinct_scales = sorted({float(b) for b in s.scales.tolist()})
     report.residual, report.residual_ratio, report.calls = s.residual, s.residual_ratio, s.calls

@@ -116,6 +116,9 @@ class StructuralReport:
     epsilon_lower_infinite: bool = False
     """Laplace draws: the item's change is outside the noise's reach whatever the probe
     rounding."""
+    basis: str = ""
+    """What the exactness rests on: the probes that verified the structure
+    (:func:`~dpref.audit.exact_probes.basis_text`)."""
 
     @property
     def available(self) -> bool:
@@ -299,6 +302,7 @@ class StructuralReport:
             "epsilon_lower_rounding": s(self.epsilon_lower_rounding),
             "epsilon_lower_infinite": self.epsilon_lower_infinite,
             "mu_lower_infinite": self.mu_lower_infinite,
+            "basis": self.basis,
         }
 
     def _claim_line(self) -> str | None:
@@ -319,9 +323,9 @@ class StructuralReport:
             f"structure   y = A·x + M·ξ + c: {self.draws} {noun} {scales}{more}); "
             f"{self.used_draws} reach the outputs, rank M = {self.rank}; A is "
             f"{self.horizon}×{self.horizon}",
-            f"linearity   verified on random (x, {ξ}): worst residual {self.residual:.3g} "
-            f"({self.residual_ratio:.3g} × the rounding tolerance); reproducible; "
-            f"{self.calls} calls",
+            f"linearity   verified on structured and random streams, random {ξ} and a noise "
+            f"ladder 1e-310..1e300: worst residual {self.residual_ratio:.3g} × the rounding "
+            f"tolerance; reproducible; {self.calls} calls",
         ]
 
     def _mu_lines(self) -> list[str]:
@@ -423,6 +427,8 @@ class StructuralReport:
                 f"sampled     {sym} ≥ {self.sampled_lower_bound:.4f} with confidence "
                 f"{self.sampled_confidence} (statistical audit)"
             )
+        if self.available and self.basis:
+            lines.append(f"basis       {self.basis}")
         lines += [f"note        {n}" for n in self.notes]
         lines += [f"finding     {f}" for f in self.findings]
         return "\n".join(lines)

@@ -228,4 +228,6 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_dict()))
     else:
         print(result.text())
-    return 0 if result.ok else 1
+    from dpref.audit.audit_report import golden_exit_code
+
+    return golden_exit_code(result)  # 0 / 1 / 3 as every audit (docs/auditing.md §5)
