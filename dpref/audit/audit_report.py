@@ -198,6 +198,8 @@ class AuditReport:
     """μ² of a μ-GDP claim (exact)."""
     claimed_rho: Fraction | None = None
     """ρ of a ρ-zCDP claim, or the ρ a μ-GDP claim was given as (exact)."""
+    isolation: str | None = None
+    """Where a black-box target ran (:data:`dpref.audit.sandbox.LEVELS`); None: in-process."""
     claimed_delta: Fraction | None = None
     """δ of an (ε, δ) claim (exact)."""
     mu_star: float | None = None
@@ -394,6 +396,7 @@ class AuditReport:
             "seed": self.seed,
             "streams_failed": self.streams_failed,
             "streams_total": self.streams_total,
+            "isolation": self.isolation,
         }
 
     def summary(self) -> str:
@@ -444,6 +447,8 @@ class AuditReport:
             f"{self.test_samples:,} test); {self.pairs_screened} pairs screened; "
             f"{self.seconds:.2f} s"
         )
+        if self.isolation is not None:
+            lines.append(f"isolation   {self.isolation} (docs/auditing.md §8)")
         for f in self.findings:
             lines.append(f"FINDING     {f}")
         return "\n".join(lines)

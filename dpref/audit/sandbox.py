@@ -11,7 +11,11 @@ A target's worker (and an external ``golden run --command``) is started under a 
   the kernel kills every process left in the namespace (any session, any ``fork``).
 * ``uid`` is added when dpref runs as root: the worker drops to uid/gid 65534
   (``nobody``) after its pipes are prepared and sets ``PR_SET_NO_NEW_PRIVS``, so it has no
-  permission on dpref's (root's) process and files.
+  permission on dpref's (root's) process and files.  When the Python installation is not
+  usable by that uid (an interpreter under ``/root``) — and always for an external
+  ``--command``, which may live in the caller's private directories — the worker keeps
+  uid 0 but drops every capability, also from its bounding set (``nocaps``): no
+  ``CAP_KILL``, ``CAP_SYS_PTRACE`` or ``CAP_DAC_OVERRIDE``, never regained by ``exec``.
 * ``subreaper`` — no namespace: the worker is a child subreaper (``PR_SET_CHILD_SUBREAPER``),
   so every orphan of the target becomes its child and is found and killed.
 
@@ -38,20 +42,30 @@ from pathlib import Path
 __all__ = [
     "LEVELS",
     "NOBODY",
+    "CommandResult",
     "Sandbox",
+    "drop_privileges",
     "enter",
     "kill_strays",
     "kill_tree",
     "main",
-    "drop_privileges",
     "protect_parent",
+    "run_command",
     "strays",
 ]
 
 NOBODY = 65534
 """The uid and gid a worker started by root drops to."""
 
-LEVELS = ("pid-namespace+uid", "pid-namespace", "uid+subreaper", "subreaper", "uid", "none")
+LEVELS = (
+    "pid-namespace+uid",
+    "pid-namespace+nocaps",
+    "pid-namespace",
+    "subreaper+uid",
+    "subreaper+nocaps",
+    "subreaper",
+    "none",
+)
 """Every isolation level, strongest first (see the module docstring)."""
 
 _CLONE_NEWUSER = 0x10000000
@@ -92,19 +106,19 @@ class Sandbox:
     def __init__(self) -> None:
         self.pidns = False
         """The worker runs in its own PID namespace (as PID 2; init is PID 1)."""
-        self.drop = False
-        """The worker drops to :data:`NOBODY` (dpref runs as root)."""
+        self.drop = ""
+        """``uid``: the worker drops to :data:`NOBODY`; ``nocaps``: it keeps uid 0 and drops
+        every capability; empty: dpref does not run as root (nothing to drop)."""
         self.subreaper = False
         """The worker is a child subreaper (no PID namespace)."""
 
     @property
     def level(self) -> str:
         """The isolation level, as reports print it."""
-        if self.pidns:
-            return "pid-namespace+uid" if self.drop else "pid-namespace"
-        if self.subreaper:
-            return "uid+subreaper" if self.drop else "subreaper"
-        return "uid" if self.drop else "none"
+        base = "pid-namespace" if self.pidns else "subreaper" if self.subreaper else ""
+        if not base:
+            return "none"
+        return f"{base}+{self.drop}" if self.drop else base
 
 
 def _write(path: str, text: str) -> bool:
@@ -194,7 +208,32 @@ def _close_all_but(keep: Sequence[int]) -> None:
     os.closerange(lo, 1 << 16)
 
 
-def enter() -> Sandbox:
+def _usable_by_others(path: str) -> bool:
+    """``path`` and every directory above it can be reached and read by any uid."""
+    p = Path(path)
+    try:
+        p = p.resolve()
+        if not os.stat(p).st_mode & 0o004:
+            return False
+        for parent in p.parents:
+            if not os.stat(parent).st_mode & 0o001:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _python_usable_by_nobody() -> bool:
+    """The interpreter, its standard library and dpref's and numpy's packages."""
+    import numpy
+
+    import dpref
+
+    paths = [sys.executable, os.__file__, dpref.__file__, numpy.__file__]
+    return all(_usable_by_others(p) for p in paths)
+
+
+def enter(allow_uid: bool = True) -> Sandbox:
     """Build the sandbox around *this* process; returns in the worker (PID 2 of a new
     namespace, or this very process).  Call it with dpref's death signal already set;
     the keeper and init never return (they close every fd they inherited, so the pipes
@@ -202,7 +241,8 @@ def enter() -> Sandbox:
     :func:`drop_privileges` (after the worker has read what it needs as its caller).
     """
     box = Sandbox()
-    box.drop = os.geteuid() == 0 and sys.platform.startswith("linux")
+    if os.geteuid() == 0 and sys.platform.startswith("linux"):
+        box.drop = "uid" if allow_uid and _python_usable_by_nobody() else "nocaps"
     if _unshare_pid():
         r, w = os.pipe()
         init = os.fork()
@@ -234,12 +274,43 @@ def enter() -> Sandbox:
     return box
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _drop_capabilities() -> None:
+    """Empty the bounding set (no ``exec`` gives them back, even to uid 0), then the
+    effective, permitted and inheritable sets."""
+    libc = _libc()
+    if libc is None:
+        return
+    for cap in range(64):
+        if int(libc.prctl(24, cap, 0, 0, 0)) != 0:  # PR_CAPBSET_DROP
+            break
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    if int(libc.capset(ctypes.byref(header), data)) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
 def drop_privileges(box: Sandbox) -> None:
-    """Become :data:`NOBODY` (when dpref runs as root) and forbid gaining privileges."""
-    if box.drop:
+    """Become :data:`NOBODY`, or drop every capability (when dpref runs as root), and
+    forbid gaining privileges."""
+    if box.drop == "uid":
         os.setgroups([])
         os.setresgid(NOBODY, NOBODY, NOBODY)
         os.setresuid(NOBODY, NOBODY, NOBODY)
+    elif box.drop == "nocaps":
+        _drop_capabilities()
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
 
 
@@ -327,14 +398,14 @@ def kill_tree(root: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m dpref.audit.sandbox COMMAND [ARG…]``: run an external command in the
+    """``python dpref/audit/sandbox.py COMMAND [ARG…]``: run an external command in the
     sandbox (``golden run --command``); exit as it does.  Whatever it started is killed
     when it ends (the namespace's init, or the subreaper here)."""
     args = sys.argv[1:] if argv is None else argv
     if not args:
         os._exit(2)
     _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
-    box = enter()
+    box = enter(allow_uid=False)
     if box.pidns:  # PID 2 of the namespace: init kills the rest when we end
         drop_privileges(box)
         _exec(args)
@@ -357,3 +428,106 @@ def _exec(args: list[str]) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class CommandResult:
+    """What :func:`run_command` saw: the exit status and the (bounded) output."""
+
+    def __init__(self) -> None:
+        self.returncode = 0
+        """The exit status (negative: killed by that signal)."""
+        self.stdout = bytearray()
+        """At most ``max_out + 1`` bytes of its stdout."""
+        self.stderr = bytearray()
+        """At most ``max_err`` bytes of its stderr (the rest dropped)."""
+        self.timed_out = False
+        """It ran past the deadline and was killed."""
+        self.overflow = False
+        """It wrote more than ``max_out`` bytes on stdout and was killed."""
+
+
+def run_command(
+    argv: Sequence[str], data: bytes, timeout: float, max_out: int, max_err: int
+) -> CommandResult:
+    """Run ``argv`` in the sandbox with ``data`` on stdin; at most ``timeout`` seconds of
+    wall clock (whatever it writes) and ``max_out`` bytes of stdout, else it is killed.
+    Every process it started is killed before this returns (raises :class:`OSError`
+    when the sandbox itself cannot start)."""
+    import select
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(  # this file as a script: only the standard library loads
+        [sys.executable, "-I", "-S", __file__, *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    res = CommandResult()
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    fds = {proc.stdout.fileno(): res.stdout, proc.stderr.fileno(): res.stderr}
+    todo = memoryview(data)
+    win = proc.stdin.fileno()
+    for fd in (*fds, win):
+        os.set_blocking(fd, False)
+    poll = select.poll()
+    for fd in fds:
+        poll.register(fd, select.POLLIN)
+    if todo:
+        poll.register(win, select.POLLOUT)
+    else:
+        proc.stdin.close()
+    end = time.monotonic() + timeout
+    try:
+        while fds:
+            left = end - time.monotonic()
+            if left <= 0:
+                res.timed_out = True
+                break
+            for fd, _ in poll.poll(max(1, int(left * 1000))):
+                if fd == win:
+                    try:
+                        n = os.write(win, todo[: 1 << 16])
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        n = len(todo)
+                    todo = todo[n:]
+                    if not todo:
+                        poll.unregister(win)
+                        proc.stdin.close()
+                    continue
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    poll.unregister(fd)
+                    del fds[fd]
+                    continue
+                buf = fds[fd]
+                room = (max_out + 1 if buf is res.stdout else max_err) - len(buf)
+                buf += chunk[: max(room, 0)]
+                if buf is res.stdout and len(buf) > max_out:
+                    res.overflow = True
+                    fds.clear()
+                    break
+        if not res.timed_out and not res.overflow:
+            try:
+                res.returncode = proc.wait(max(end - time.monotonic(), 0.001))
+            except subprocess.TimeoutExpired:
+                res.timed_out = True
+    finally:
+        kill_tree(proc.pid)
+        proc.wait()
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+    if res.timed_out or res.overflow:
+        res.returncode = -int(signal.SIGKILL)
+    else:
+        res.returncode = proc.returncode
+    return res
