@@ -106,6 +106,7 @@ def import_target(spec: str, source: tuple[str, bytes] | None = None) -> Any:
     if bad is not None:
         raise LoadError(bad)
     where, _, func_name = spec.rpartition(":")
+    module: types.ModuleType | None
     try:
         if source is not None:
             mod_name = f"_dpref_target_{abs(hash(source[0]))}"
