@@ -36,7 +36,7 @@ def _special(dest: Path) -> bool:
     """``dest`` exists and is not a regular file (``/dev/stdout``, a FIFO, ``/dev/full``):
     it is written in place, never replaced by a file."""
     try:
-        return dest.exists() and not dest.is_file()
+        return dest.exists() and not dest.is_file() and not dest.is_dir()
     except OSError:
         return False
 
