@@ -319,6 +319,10 @@ def check_real_vector(
         arr = np.asarray(value)
     except (ValueError, TypeError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not an array of numbers ({exc})") from None
+    except Exception as exc:  # a raising __array__, __len__ or __getitem__ of the caller's
+        raise DprefTypeError(
+            f"{name}={fmt(value)}: not an array of numbers ({type(exc).__name__})"
+        ) from None
     if arr.ndim != 1:
         raise DprefTypeError(f"{name}={fmt_sequence(value, arr.shape)}: must be 1-D")
     if arr.dtype.kind not in "biuf":
@@ -336,6 +340,10 @@ def check_real_vector(
         raise DomainError(f"{name}={fmt(value)}: an item is too large for a float") from None
     except (ValueError, TypeError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not convertible to float ({exc})") from None
+    except Exception as exc:  # a raising __float__ of an item
+        raise DprefTypeError(
+            f"{name}={fmt(value)}: not convertible to float ({type(exc).__name__})"
+        ) from None
     if out.size == 0 and not allow_empty:
         raise ParameterError(f"{name}={fmt(value)}: must not be empty")
     if not np.isfinite(out).all():
