@@ -237,4 +237,5 @@ def test_golden_command_leaves_no_orphan() -> None:
     )
     run = run_golden(command=_command(code), mechanism="binary", case="binary[T=5]*", timeout=30)
     assert not run.ok  # [] is the wrong length
+    assert run.isolation in sandbox.LEVELS and run.as_dict()["isolation"] == run.isolation
     assert _gone(token)

@@ -136,6 +136,8 @@ class GoldenRun:
     """Vectors not run because the target was given up on."""
     gave_up: Finding | None = None
     """Why the target was not called again (it died or timed out too often in a row)."""
+    isolation: str | None = None
+    """Where the target ran (:data:`dpref.audit.sandbox.LEVELS`; None: it never started)."""
 
     @property
     def ok(self) -> bool:
@@ -170,6 +172,7 @@ class GoldenRun:
             "ok": self.ok,
             "first": one(*self.failures[0]) if self.failures else None,
             "failures": [one(c, f) for c, f in self.failures[:100]],
+            "isolation": self.isolation,
         }
 
     def text(self) -> str:
@@ -371,6 +374,7 @@ class _PythonTarget:
     def __init__(self, spec: str, timeout: float, memory_limit: int | None) -> None:
         self.spec, self.timeout, self.memory_limit = spec, timeout, memory_limit
         self.worker: Worker | None = None
+        self.isolation: str | None = None
 
     def _start(self) -> Worker:
         if self.worker is not None and not self.worker.dead:
@@ -388,6 +392,7 @@ class _PythonTarget:
             kind = P.STATUS_KIND.get(reply.status, "protocol")
             raise _Fatal(Finding(kind, f"while loading the target: {reply.text}"))
         self.worker = w
+        self.isolation = w.isolation
         return w
 
     def __call__(self, vec: dict[str, Any]) -> FloatArray | Finding:
@@ -436,6 +441,7 @@ class _CommandTarget:
         if not self.argv:
             raise ParameterError(f"command={fmt(command)}: empty")
         self.timeout = timeout
+        self.isolation: str | None = None
 
     def __call__(self, vec: dict[str, Any]) -> FloatArray | Finding:
         T = int(vec["horizon"])
@@ -450,6 +456,7 @@ class _CommandTarget:
             raise TargetError(
                 f"command={fmt(shlex.join(self.argv))}: cannot run it ({exc})"
             ) from None
+        self.isolation = done.isolation or self.isolation
         if done.timed_out:
             return Finding("timeout", f"ran longer than timeout={self.timeout}s and was stopped", T)
         if done.overflow:
@@ -631,6 +638,7 @@ def run_golden(
             run.failures.append((str(vec["case"]), wrong))
     finally:
         runner.close()
+        run.isolation = runner.isolation
     return run
 
 

@@ -402,10 +402,19 @@ def main(argv: list[str] | None = None) -> None:
     sandbox (``golden run --command``); exit as it does.  Whatever it started is killed
     when it ends (the namespace's init, or the subreaper here)."""
     args = sys.argv[1:] if argv is None else argv
+    report = -1
+    if len(args) > 1 and args[0] == "--level-fd":
+        report, args = int(args[1]), args[2:]
     if not args:
         os._exit(2)
     _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
     box = enter(allow_uid=False)
+    if report >= 0:  # say which isolation is in force (run_command reads it)
+        try:
+            os.write(report, box.level.encode())
+            os.close(report)
+        except OSError:
+            pass
     if box.pidns:  # PID 2 of the namespace: init kills the rest when we end
         drop_privileges(box)
         _exec(args)
@@ -444,6 +453,8 @@ class CommandResult:
         """It ran past the deadline and was killed."""
         self.overflow = False
         """It wrote more than ``max_out`` bytes on stdout and was killed."""
+        self.isolation: str | None = None
+        """The isolation level the sandbox reported (:data:`LEVELS`)."""
 
 
 def run_command(
@@ -457,13 +468,18 @@ def run_command(
     import subprocess
     import time
 
-    proc = subprocess.Popen(  # this file as a script: only the standard library loads
-        [sys.executable, "-I", "-S", __file__, *argv],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    level_r, level_w = os.pipe()
+    try:
+        proc = subprocess.Popen(  # this file as a script: only the standard library loads
+            [sys.executable, "-I", "-S", __file__, "--level-fd", str(level_w), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=(level_w,),
+        )
+    finally:
+        os.close(level_w)
     res = CommandResult()
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     fds = {proc.stdout.fileno(): res.stdout, proc.stderr.fileno(): res.stderr}
@@ -526,6 +542,14 @@ def run_command(
                 f.close()
             except OSError:
                 pass
+    try:
+        os.set_blocking(level_r, False)
+        level = os.read(level_r, 64).decode("ascii", "replace")
+    except OSError:
+        level = ""
+    finally:
+        os.close(level_r)
+    res.isolation = level if level in LEVELS else None
     if res.timed_out or res.overflow:
         res.returncode = -int(signal.SIGKILL)
     else:
