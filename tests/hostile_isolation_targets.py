@@ -131,6 +131,21 @@ def double_forks_detached(x: Array, rng: np.random.Generator) -> Any:
     return np.cumsum(x) + rng.laplace(0.0, 1.0, x.size)
 
 
+def forks_then_exits(x: Array, rng: np.random.Generator) -> Any:
+    """A libc double fork into a new session, then the worker ends itself: the orphan's
+    subreaper is gone with it."""
+    libc = ctypes.CDLL(None)
+    if libc.fork() == 0:
+        os.setsid()
+        if libc.fork() == 0:
+            _name_me()
+            while True:
+                time.sleep(1)
+        os._exit(0)
+    time.sleep(0.05)
+    os._exit(0)
+
+
 def spawns_session(x: Array, rng: np.random.Generator) -> Any:
     """A subprocess in a new session that outlives the call."""
     token = os.environ.get("DPREF_TEST_TOKEN", "dpref-stray")[:15]

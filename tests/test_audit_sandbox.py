@@ -190,6 +190,18 @@ def test_every_process_a_target_starts_is_found_and_killed(name: str, namespaces
     assert _gone(token)
 
 
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "no-namespaces"])
+def test_a_worker_that_exits_leaves_no_orphan(namespaces: bool) -> None:
+    """Defect: a process detached by the target outlived the run when the worker itself
+    ended (its orphan was reparented away from dpref's reach)."""
+    token = "dpw" + uuid.uuid4().hex[:10]
+    extra = {} if namespaces else {"DPREF_NO_NAMESPACES": "1"}
+    env = _env(DPREF_TEST_TOKEN=token, **extra)
+    code, data, _ = _cli(f"{HOSTILE}:forks_then_exits", "--timeout", "30", env=env)
+    assert "exited" in _kinds(data["findings"]) and code == 3
+    assert _gone(token)
+
+
 def test_forked_worker_kills_a_libc_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     """Defect: a libc fork() of a callable's forked worker (Python API) outlived the run."""
     token = "dpy" + uuid.uuid4().hex[:10]

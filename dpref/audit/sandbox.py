@@ -16,8 +16,10 @@ A target's worker (and an external ``golden run --command``) is started under a 
   ``--command``, which may live in the caller's private directories — the worker keeps
   uid 0 but drops every capability, also from its bounding set (``nocaps``): no
   ``CAP_KILL``, ``CAP_SYS_PTRACE`` or ``CAP_DAC_OVERRIDE``, never regained by ``exec``.
-* ``subreaper`` — no namespace: the worker is a child subreaper (``PR_SET_CHILD_SUBREAPER``),
-  so every orphan of the target becomes its child and is found and killed.
+* ``subreaper`` — no namespace: the keeper forks the worker, and both are child
+  subreapers (``PR_SET_CHILD_SUBREAPER``), so every orphan of the target becomes the
+  worker's child (found and killed after each request) or, once the worker is gone, the
+  keeper's (killed when the worker ends).
 
 In every mode dpref makes its own process non-dumpable (``PR_SET_DUMPABLE`` 0): a process
 without ``CAP_SYS_PTRACE`` in dpref's user namespace cannot open ``/proc/<dpref>/fd/1``
@@ -270,8 +272,36 @@ def enter(allow_uid: bool = True) -> Sandbox:
             pass
         _wait_status(init)
         _mirror(_STATUS.unpack(raw)[0] if len(raw) == _STATUS.size else signal.SIGKILL)
-    box.subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    return box
+    if not _prctl(_PR_SET_CHILD_SUBREAPER, 1):
+        return box  # not Linux: the worker is this very process
+    box.subreaper = True
+    worker = os.fork()
+    if worker == 0:  # the worker, a subreaper too: the target's orphans come to it
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # (not inherited across fork)
+        return box
+    # the keeper: a dead worker's orphans come here; when the worker ends, kill them all
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    _close_all_but([0, 1, 2])
+    status = _reap_until(worker)
+    kill_strays(box)
+    _mirror(status)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _reap_until(pid: int) -> int:
+    """Reap every child (orphans included) until ``pid`` ends; its wait status."""
+    while True:
+        try:
+            got, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return 70 << 8
+        if got == pid:
+            return status
 
 
 class _CapHeader(ctypes.Structure):
@@ -415,16 +445,10 @@ def main(argv: list[str] | None = None) -> None:
             os.close(report)
         except OSError:
             pass
-    if box.pidns:  # PID 2 of the namespace: init kills the rest when we end
-        drop_privileges(box)
-        _exec(args)
-    child = os.fork()
-    if child == 0:
-        drop_privileges(box)
-        _exec(args)
-    status = _wait_status(child)
-    kill_strays(box)
-    _mirror(status)
+    # PID 2 of the namespace (init kills the rest when we end), or the child of a
+    # subreaper keeper (which kills the rest when we end)
+    drop_privileges(box)
+    _exec(args)
 
 
 def _exec(args: list[str]) -> None:
