@@ -176,6 +176,10 @@ class Worker:
         env = dict(os.environ)
         root = str(Path(dpref.__file__).resolve().parent.parent)  # the same dpref as ours
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        # numpy's BLAS starts no threads: a multi-threaded process cannot unshare a user
+        # namespace (the worker's sandbox), and one thread keeps the target's runs alike
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = "1"
         return subprocess.Popen(
             [sys.executable, "-m", "dpref.audit.worker", str(req_r), str(rep_w), str(os.getpid())],
             stdin=subprocess.DEVNULL,
