@@ -5,8 +5,11 @@ Bad input prints one line on stderr (``dpref: error: name=value: why``) and exit
 never a traceback; a failed check exits 1.  With ``--json`` among the arguments, bad
 input also prints its one JSON object on stdout: ``{"error": {"parameter": NAME,
 "message": TEXT}}`` (``parameter`` only when the message starts with ``NAME=``), so
-a ``--json`` consumer always reads exactly one object.  Only :class:`DprefError` and
-usage errors are bad input: any other exception is a bug and keeps its traceback.
+a ``--json`` consumer always reads exactly one object.  An I/O error (a full disk, a
+full stdout) is exit 2 with one line too (never 1, which means a failed check); ^C
+exits 130 and SIGTERM 143, after every ``finally`` has run (worker processes killed,
+temporary files removed).  Only :class:`DprefError`, usage and I/O errors are bad
+input: any other exception is a bug and keeps its traceback.
 
 Subcommands are plugins: each subsystem declares a module with
 ``add_parser(subparsers)`` (the parser's ``func`` default runs the command) in the
