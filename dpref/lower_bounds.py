@@ -85,7 +85,8 @@ class Decay:
             if d * max(p.numerator.bit_length(), p.denominator.bit_length()) <= _EXACT_POWER_BITS:
                 return (1 - p**d) / (1 - p)
             return Fraction(floor_float((1 - _power_upper_fixed(p, d)) / (1 - p)))
-        if p.denominator == 1 and d <= 10_000:
+        if p.denominator == 1 and d <= 10_000 and int(p) * d.bit_length() <= _EXACT_POWER_BITS:
+            # exact while every k^c has at most _EXACT_POWER_BITS bits (c ≥ 2⁴⁰ hung here)
             return sum((Fraction(1, k ** int(p)) for k in range(1, d + 1)), Fraction(0))
         ctx = mp_context(40)
         value = ctx.zeta(ctx.mpf(p.numerator) / p.denominator) - ctx.zeta(

@@ -40,6 +40,7 @@ __all__ = [
     "floor_float",
     "fmt",
     "is_real_number",
+    "parse_number_string",
 ]
 
 MAX_NUMBER_STRING = 1000
@@ -51,14 +52,39 @@ _EXPONENT = re.compile(r"[eE]\s*([+-]?[0-9_]+)\s*$")
 
 
 def fmt(value: Any) -> str:
-    """Render a value for an error message, short and unambiguous."""
+    """Render a value for an error message, short and unambiguous.
+
+    Never raises (an error message must survive its subject): a ``__repr__`` that raises
+    or returns a non-string gives ``<TypeName object: repr raised E>``.
+    """
     try:
         text = repr(value)
+        if not isinstance(text, str):
+            raise TypeError("__repr__ returned a non-string")
     except ValueError:  # an int beyond sys.get_int_max_str_digits(), or a Fraction of them
-        text = f"<a {type(value).__name__} too large to print>"
+        text = f"<a {_type_name(value)} too large to print>"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a hostile or broken __repr__
+        text = f"<{_type_name(value)} object: repr raised {_type_name(exc)}>"
     if len(text) > 60:
         text = text[:57] + "..."
     return text
+
+
+def _type_name(value: Any) -> str:
+    try:
+        name = type(value).__name__
+        return name if isinstance(name, str) else "object"
+    except Exception:
+        return "object"
+
+
+def parse_number_string(name: str, value: str) -> Fraction:
+    """``Fraction(value)`` of a number string with its length and exponent bounded first
+    (``"1e-999999999"`` would build a 10⁹-digit integer): a
+    :class:`~dpref.errors.ParameterError` naming ``name`` otherwise."""
+    return _parse_number_string(name, value)
 
 
 def fmt_sequence(value: Any, shape: tuple[int, ...] | None = None) -> str:
@@ -293,6 +319,10 @@ def check_real_vector(
         arr = np.asarray(value)
     except (ValueError, TypeError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not an array of numbers ({exc})") from None
+    except Exception as exc:  # a raising __array__, __len__ or __getitem__ of the caller's
+        raise DprefTypeError(
+            f"{name}={fmt(value)}: not an array of numbers ({type(exc).__name__})"
+        ) from None
     if arr.ndim != 1:
         raise DprefTypeError(f"{name}={fmt_sequence(value, arr.shape)}: must be 1-D")
     if arr.dtype.kind not in "biuf":
@@ -310,6 +340,10 @@ def check_real_vector(
         raise DomainError(f"{name}={fmt(value)}: an item is too large for a float") from None
     except (ValueError, TypeError) as exc:
         raise DprefTypeError(f"{name}={fmt(value)}: not convertible to float ({exc})") from None
+    except Exception as exc:  # a raising __float__ of an item
+        raise DprefTypeError(
+            f"{name}={fmt(value)}: not convertible to float ({type(exc).__name__})"
+        ) from None
     if out.size == 0 and not allow_empty:
         raise ParameterError(f"{name}={fmt(value)}: must not be empty")
     if not np.isfinite(out).all():

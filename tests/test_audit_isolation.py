@@ -279,39 +279,70 @@ def test_exact_audit_never_imports_a_spec_in_dpref(tmp_path: Path) -> None:
     assert report.verdict == "violation" and report.epsilon == 4
 
 
+def _tree(root: int) -> set[int]:
+    """``root`` and its descendants, from /proc (the worker's keeper, init, worker …)."""
+    kids: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(kids.get(pid, []))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def _shared_dir() -> Path:
+    """A directory a target dropped to uid 65534 can write to (tmp_path is root's 0700)."""
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="dpref-test-"))
+    where.chmod(0o777)
+    return where
+
+
 def test_a_killed_dpref_takes_its_worker_with_it(tmp_path: Path) -> None:
     """dpref killed mid-audit (SIGKILL: no clean-up) must not leave the target running."""
     import signal
     import time
 
-    pidfile = tmp_path / "worker.pid"
+    marker = _shared_dir() / "started"
     mod = tmp_path / "spins.py"
     mod.write_text(
-        "import os, time\n"
-        f"def f(x, rng):\n    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "import time\n"
+        f"def f(x, rng):\n    open({str(marker)!r}, 'w').write('1')\n"
         "    while True:\n        time.sleep(0.01)\n"
     )
     argv = [sys.executable, "-m", "dpref", "audit", f"{mod}:f", "--horizon", "4"]
     argv += ["--epsilon", "1", "--samples", "2000", "--timeout", "30", "--json"]
     proc = subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
-    while not pidfile.exists() or not pidfile.read_text():
+    while not marker.exists():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
-    worker = int(pidfile.read_text())
+    tree = _tree(proc.pid) - {proc.pid}
+    assert tree  # the worker (and its keeper and init, when namespaces are available)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
-        status = (
-            Path(f"/proc/{worker}/status").read_text() if Path(f"/proc/{worker}").exists() else ""
-        )
-        if "State:\tZ" in status:
-            break
+    while any(_alive(p) for p in tree) and time.monotonic() < deadline:
         time.sleep(0.05)
-    alive = Path(f"/proc/{worker}/status")
     try:
-        assert not alive.exists() or "State:\tZ" in alive.read_text()
+        assert not any(_alive(p) for p in tree)
     finally:  # a failure must not leave the spinning target behind
-        if alive.exists():
-            os.kill(worker, signal.SIGKILL)
+        for pid in tree:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -70,9 +70,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CALL_SECONDS = 10.0
-"""SIGALRM budget of one call inside the worker."""
-BATCH_SECONDS = 120.0
-"""The parent's bound on one worker subprocess."""
+"""CPU-time budget of one call inside the worker (``ITIMER_PROF``: the seconds the worker
+itself computes, which do not grow with the machine's load — a wall-clock limit made
+``cli:verify`` fail at load 10)."""
+WALL_FACTOR = 12.0
+"""A call blocked without computing (a FIFO, a sleep) is stopped after this many times
+:data:`CALL_SECONDS` of wall clock: a backstop for hangs, far above any loaded run."""
+BATCH_SECONDS = 1800.0
+"""The parent's bound on one worker subprocess (an outer backstop only)."""
 MEMORY_BYTES = 2 * 1024**3
 """RLIMIT_AS of the worker."""
 HORIZON = 8
@@ -214,7 +219,8 @@ CLI_BASELINES: dict[str, list[str]] = {
         "--json",
     ],
     "verify": [
-        "verify", "--max-horizon=2", "--random-horizons=0", "--mechanism={mechanism}", "--json",
+        "verify", "--max-horizon=2", "--random-horizons=0", "--mechanism={mechanism}",
+        "--jobs=1", "--json",
     ],
 }  # fmt: skip
 """Known-good command lines ({mechanism}: the mechanism under test; {stream}: a file)."""
@@ -270,6 +276,11 @@ def odd_values(slow: bool) -> list[tuple[str, Any]]:
         ("['1','0']", ["1", "0"]),
         ("[timedelta64]", np.array([np.timedelta64(1)])),
         ("np.ones(9)", np.ones(9)),
+        # hostile objects: every error message must survive them (issue 24)
+        ("RaisingRepr()", RaisingRepr()),
+        ("RaisingFloat()", RaisingFloat()),
+        ("RaisingArray()", RaisingArray()),
+        ("[RaisingFloat()]", [RaisingFloat()]),
     ]
     if slow:
         values += [
@@ -299,6 +310,33 @@ def odd_values(slow: bool) -> list[tuple[str, Any]]:
             ("[1e308,1e308]", [1e308, 1e308]),
         ]
     return values
+
+
+class RaisingRepr:
+    """An object whose ``__repr__`` raises (it broke every error message that named it)."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("hostile __repr__")
+
+
+class RaisingFloat(RaisingRepr):
+    """A number-like object whose ``__float__`` (and ``__index__``) raise."""
+
+    def __float__(self) -> float:
+        raise RuntimeError("hostile __float__")
+
+    def __index__(self) -> int:
+        raise RuntimeError("hostile __index__")
+
+
+class RaisingArray(RaisingRepr):
+    """An array-like object whose ``__array__`` and ``__len__`` raise."""
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("hostile __array__")
+
+    def __len__(self) -> int:
+        raise RuntimeError("hostile __len__")
 
 
 # --------------------------------------------------------------------- the calls
@@ -426,13 +464,13 @@ def _run_call(label: str, param: str, thunk: Callable[[], Any], rng: Any) -> str
     from dpref.errors import DprefError
 
     before = rng.bit_generator.state if rng is not None else None
-    signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS)
+    _arm()
     try:
         thunk()
     except _CallTimeout:
-        return f"TimeoutError: no answer within {CALL_SECONDS} s"
+        return f"TimeoutError: no answer within {CALL_SECONDS} s of CPU time"
     except DprefError as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        _disarm()
         message = str(exc)
         if not param:
             return f"the known-good call raised {type(exc).__name__}: {message[:200]}"
@@ -441,13 +479,32 @@ def _run_call(label: str, param: str, thunk: Callable[[], Any], rng: Any) -> str
         if rng is not None and rng.bit_generator.state != before:
             return f"{type(exc).__name__}: rng advanced before raising: {message[:200]}"
     except Exception as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        _disarm()
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{Path(tb.filename).name}:{tb.lineno}"
-        return f"{type(exc).__name__}: {str(exc)[:200]} (at {where})"
+        return f"{type(exc).__name__}: {_text(exc)} (at {where})"
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        _disarm()
     return None
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)[:200]
+    except Exception:
+        return "<unprintable>"
+
+
+def _arm() -> None:
+    """Start a call's budget: :data:`CALL_SECONDS` of CPU time (SIGPROF) and the wall-clock
+    backstop (SIGALRM); both raise :class:`_CallTimeout`."""
+    signal.setitimer(signal.ITIMER_PROF, CALL_SECONDS)
+    signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS * WALL_FACTOR)
+
+
+def _disarm() -> None:
+    signal.setitimer(signal.ITIMER_PROF, 0.0)
+    signal.setitimer(signal.ITIMER_REAL, 0.0)
 
 
 # --------------------------------------------------------------------- the CLI
@@ -507,6 +564,57 @@ def _cli_lines(subcommand: str, slow: bool, stream_file: str) -> Iterator[list[s
             yield [*line, f"{option}={value}"]
 
 
+FILE_OPTIONS: dict[str, list[str]] = {
+    "release": ["release", "binary", "--epsilon=1", "--horizon=4", "--json"],
+    "quantiles": ["quantiles", "--domain=0:3", "--epsilon=1", "--block-size=2", "--json"],
+    "sensitivity": ["sensitivity", "--column=a", "--size=2", "--query=sum", "--json"],
+}
+"""Subcommands reading a file: the known-good line without its file option."""
+_FILE_FLAG = {"release": "--input", "quantiles": "--input", "sensitivity": "--csv"}
+
+
+def _odd_files(tmp: Path) -> list[str]:
+    """Files that hung or traced back as inputs (issue 24): devices, a FIFO with no
+    writer, a directory, a file above the size cap (sparse: no disk used), a ``.npy``
+    declaring a huge shape, binary garbage, an empty file, a missing one."""
+    import numpy as np
+
+    fifo = tmp / "fifo"
+    os.mkfifo(fifo)
+    big = tmp / "big.csv"
+    with open(big, "wb") as fh:
+        fh.truncate(60 << 20)
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1))
+    header["shape"] = (10**12,)
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, header)
+    (tmp / "huge.npy").write_bytes(buf.getvalue() + bytes(8))
+    (tmp / "garbage.npy").write_bytes(b"\x93NUMPY\x01\x00" + bytes(40))
+    (tmp / "binary.txt").write_bytes(bytes(range(256)))
+    (tmp / "empty.txt").write_bytes(b"")
+    return [
+        "/dev/zero",
+        "/dev/urandom",
+        "/dev/null",
+        str(fifo),
+        str(tmp),
+        str(big),
+        str(tmp / "huge.npy"),
+        str(tmp / "garbage.npy"),
+        str(tmp / "binary.txt"),
+        str(tmp / "empty.txt"),
+        str(tmp / "missing.txt"),
+    ]
+
+
+def _file_lines(subcommand: str, tmp: Path) -> list[list[str]]:
+    """The file option of ``subcommand`` given each odd file."""
+    if subcommand not in FILE_OPTIONS:
+        return []
+    flag = _FILE_FLAG[subcommand]
+    return [[*FILE_OPTIONS[subcommand], f"{flag}={f}"] for f in _odd_files(tmp)]
+
+
 def _mech_names() -> list[str]:
     import dpref
 
@@ -517,18 +625,18 @@ def _run_line(argv: list[str]) -> str | None:
     from dpref.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS)
+    _arm()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(argv)
     except _CallTimeout:
-        return f"TimeoutError: no exit within {CALL_SECONDS} s"
+        return f"TimeoutError: no exit within {CALL_SECONDS} s of CPU time"
     except SystemExit as exc:
         return f"SystemExit({exc.code!r}) escaped main; stderr={err.getvalue()[-300:]!r}"
     except BaseException as exc:
-        return f"traceback: {type(exc).__name__}: {str(exc)[:200]}"
+        return f"traceback: {type(exc).__name__}: {_text(exc)}"
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        _disarm()
     stdout, stderr = out.getvalue(), err.getvalue()
     if "Traceback" in stderr:
         return f"traceback on stderr: {stderr[-300:]!r}"
@@ -566,6 +674,7 @@ def _worker(batch: str, slow: bool) -> dict[str, Any]:
         raise _CallTimeout
 
     signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _alarm)
     kind, _, name = batch.partition(":")
     failures: dict[str, str] = {}
     labels: list[str] = []
@@ -573,7 +682,9 @@ def _worker(batch: str, slow: bool) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:
             stream_file = os.path.join(tmp, "stream.txt")
             Path(stream_file).write_text("1\n0\n1\n", encoding="utf-8")
-            for argv in _cli_lines(name, slow, stream_file):
+            lines = list(_cli_lines(name, slow, stream_file))
+            lines += _file_lines(name, Path(tmp))
+            for argv in lines:
                 label = " ".join(argv).replace(stream_file, "STREAM")
                 if SKIP_LINES.match(label):
                     continue
@@ -663,6 +774,7 @@ def test_harness_detects_violations(monkeypatch: pytest.MonkeyPatch) -> None:
         raise _CallTimeout
 
     previous = signal.signal(signal.SIGALRM, _alarm)
+    previous_prof = signal.signal(signal.SIGPROF, _alarm)
     monkeypatch.setattr(sys.modules[__name__], "CALL_SECONDS", 0.2)
     try:
 
@@ -683,9 +795,17 @@ def test_harness_detects_violations(monkeypatch: pytest.MonkeyPatch) -> None:
         assert "rng advanced" in str(_run_call("rng", "runs", lambda: advances(g), g))
         assert str(_run_call("other", "runs", other, None)).startswith("ValueError")
         assert "TimeoutError" in str(_run_call("hang", "runs", lambda: time.sleep(5), None))
+
+        def spin() -> None:
+            while True:
+                pass
+
+        assert "CPU time" in str(_run_call("spin", "runs", spin, None))
+        assert "RuntimeError" in str(_run_call("repr", "runs", lambda: repr(RaisingRepr()), None))
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        _disarm()
         signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous_prof)
 
 
 if __name__ == "__main__":

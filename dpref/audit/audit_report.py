@@ -223,6 +223,8 @@ class AuditReport:
     """μ² of a μ-GDP claim (exact)."""
     claimed_rho: Fraction | None = None
     """ρ of a ρ-zCDP claim, or the ρ a μ-GDP claim was given as (exact)."""
+    isolation: str | None = None
+    """Where a black-box target ran (:data:`dpref.audit.sandbox.LEVELS`); None: in-process."""
     claimed_delta: Fraction | None = None
     """δ of an (ε, δ) claim (exact)."""
     mu_star: float | None = None
@@ -429,6 +431,7 @@ class AuditReport:
             "streams_failed": self.streams_failed,
             "streams_total": self.streams_total,
             "pairs_design": self.pairs_design,
+            "isolation": self.isolation,
         }
 
     def summary(self) -> str:
@@ -481,6 +484,8 @@ class AuditReport:
         )
         if self.pairs_design:
             lines.append(f"pairs       {self.pairs_design}")
+        if self.isolation is not None:
+            lines.append(f"isolation   {self.isolation} (docs/auditing.md §8)")
         for f in self.findings:
             lines.append(f"FINDING     {f}")
         return "\n".join(lines)

@@ -86,6 +86,7 @@ from dpref.audit.conform_checks import (
     _variance_scale,
 )
 from dpref.audit.conform_gaussian import gaussian_checks
+from dpref.audit.limits import MAX_RUNS
 from dpref.audit.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
 from dpref.audit.progress import Progress
 from dpref.audit.targets import Finding, Target, TargetFailure, as_target, seeded
@@ -528,8 +529,8 @@ def _conform_options(
             "domain is used)"
         )
     n = check_positive_int("runs", _DEFAULT_RUNS if runs is None else runs)
-    if n < 20:
-        raise ParameterError(f"runs={n}: must be >= 20")
+    if not 20 <= n <= MAX_RUNS:  # 10**11 runs allocated without bound (issue 24)
+        raise ParameterError(f"runs={n}: must be in [20, {MAX_RUNS}]")
     a = float(check_probability_open("alpha", _DEFAULT_ALPHA if alpha is None else alpha))
     if reference.horizon is not None and reference.horizon < T:
         raise ParameterError(f"horizon={T}: exceeds the reference's horizon={reference.horizon}")

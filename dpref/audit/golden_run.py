@@ -24,10 +24,9 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
-import os
 import shlex
+import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit import protocol as P
+from dpref.audit import sandbox
 from dpref.audit.limits import MAX_TIMEOUT
 from dpref.audit.supervisor import Worker, WorkerDied
 from dpref.audit.targets import DEFAULT_MEMORY_LIMIT, LOAD_TIMEOUT, MAX_TIMEOUTS, Finding
@@ -136,6 +136,8 @@ class GoldenRun:
     """Vectors not run because the target was given up on."""
     gave_up: Finding | None = None
     """Why the target was not called again (it died or timed out too often in a row)."""
+    isolation: str | None = None
+    """Where the target ran (:data:`dpref.audit.sandbox.LEVELS`; None: it never started)."""
 
     @property
     def ok(self) -> bool:
@@ -170,6 +172,7 @@ class GoldenRun:
             "ok": self.ok,
             "first": one(*self.failures[0]) if self.failures else None,
             "failures": [one(c, f) for c, f in self.failures[:100]],
+            "isolation": self.isolation,
         }
 
     def text(self) -> str:
@@ -371,6 +374,7 @@ class _PythonTarget:
     def __init__(self, spec: str, timeout: float, memory_limit: int | None) -> None:
         self.spec, self.timeout, self.memory_limit = spec, timeout, memory_limit
         self.worker: Worker | None = None
+        self.isolation: str | None = None
 
     def _start(self) -> Worker:
         if self.worker is not None and not self.worker.dead:
@@ -388,6 +392,7 @@ class _PythonTarget:
             kind = P.STATUS_KIND.get(reply.status, "protocol")
             raise _Fatal(Finding(kind, f"while loading the target: {reply.text}"))
         self.worker = w
+        self.isolation = w.isolation
         return w
 
     def __call__(self, vec: dict[str, Any]) -> FloatArray | Finding:
@@ -436,29 +441,27 @@ class _CommandTarget:
         if not self.argv:
             raise ParameterError(f"command={fmt(command)}: empty")
         self.timeout = timeout
+        self.isolation: str | None = None
 
     def __call__(self, vec: dict[str, Any]) -> FloatArray | Finding:
         T = int(vec["horizon"])
         data = json.dumps(command_input(vec)).encode()
-        try:
-            proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
+        if shutil.which(self.argv[0]) is None:
+            raise TargetError(
+                f"command={fmt(shlex.join(self.argv))}: cannot run it (no such program)"
             )
+        try:
+            done = sandbox.run_command(self.argv, data, self.timeout, _MAX_STDOUT, 1 << 16)
         except OSError as exc:
             raise TargetError(
                 f"command={fmt(shlex.join(self.argv))}: cannot run it ({exc})"
             ) from None
-        try:
-            out, err = proc.communicate(data, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
+        self.isolation = done.isolation or self.isolation
+        if done.timed_out:
             return Finding("timeout", f"ran longer than timeout={self.timeout}s and was stopped", T)
-        finally:
-            _kill_group(proc)
+        if done.overflow:
+            return Finding("bad-output", f"more than {_MAX_STDOUT} bytes on stdout", T)
+        out, err, proc = bytes(done.stdout), bytes(done.stderr), done
         last = err.decode("utf-8", "replace").strip().splitlines()
         tail = f"; its last stderr line: {last[-1][:120]}" if last else ""
         if proc.returncode < 0:
@@ -470,8 +473,6 @@ class _CommandTarget:
             return Finding("killed", f"the command was killed by {name}{tail}", T)
         if proc.returncode != 0:
             return Finding("exited", f"the command exited with status {proc.returncode}{tail}", T)
-        if len(out) > _MAX_STDOUT:
-            return Finding("bad-output", f"more than {_MAX_STDOUT} bytes on stdout", T)
         try:
             parsed = json.loads(out, parse_constant=_nonfinite)
         except (ValueError, RecursionError) as exc:
@@ -493,15 +494,6 @@ class _CommandTarget:
 
 def _nonfinite(name: str) -> float:
     return float(name.replace("Infinity", "inf"))
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
 
 
 class _Fatal(Exception):
@@ -646,6 +638,7 @@ def run_golden(
             run.failures.append((str(vec["case"]), wrong))
     finally:
         runner.close()
+        run.isolation = runner.isolation
     return run
 
 

@@ -669,6 +669,7 @@ def _audit_report(
         pairs_screened=len(pair_list),
         seconds=time.perf_counter() - start,
         findings=list(tgt.findings),
+        isolation=tgt.isolation,
         exact=exact_report,
         seed=seed if isinstance(seed, int | type(None)) else repr(seed),
     )
@@ -708,6 +709,7 @@ def _gdp_report(
         pairs_screened=len(pair_list),
         seconds=time.perf_counter() - start,
         findings=list(tgt.findings),
+        isolation=tgt.isolation,
         seed=seed if isinstance(seed, int | type(None)) else repr(seed),
         privacy=claim.privacy,
         claim_kind=claim.kind,

@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 import dpref
 from dpref.audit import protocol as P
+from dpref.audit import sandbox
 from dpref.audit.worker import run_forked
 
 __all__ = ["DIAG_LIMIT", "GRACE", "Worker", "WorkerDied"]
@@ -77,6 +78,7 @@ def _reap(proc: dict[str, Any], fds: list[int]) -> None:
     """
     pid, popen = proc["pid"], proc["popen"]
     if not proc["reaped"] and pid > 0:
+        sandbox.kill_tree(pid)  # any session, any fork: stopped first, then killed
         for kill in (os.killpg, os.kill):
             try:
                 kill(pid, signal.SIGKILL)
@@ -96,6 +98,14 @@ def _reap(proc: dict[str, Any], fds: list[int]) -> None:
         except OSError:
             pass
     fds.clear()
+
+
+def _earliest(timeout: float | None, cap: float | None) -> float | None:
+    """The deadline of the next frame: ``timeout`` (+ grace) from now, never past ``cap``."""
+    if timeout is None:
+        return cap
+    mine = time.monotonic() + timeout + GRACE
+    return mine if cap is None else min(mine, cap)
 
 
 def _signal_name(num: int) -> str:
@@ -125,10 +135,13 @@ class Worker:
         self.callback = False
         """The target declares the callback noise protocol (known once loaded)."""
         self.dead = False
+        self.isolation = "none"
+        """The isolation level the worker reported (:mod:`dpref.audit.sandbox`)."""
         self._seq = 0
         self._diag = bytearray()
         self._dropped = 0
         self._emitted = 0
+        sandbox.protect_parent()
         req_r, self._req = os.pipe()
         self._rep, rep_w = os.pipe()
         self._diag_fd, diag_w = os.pipe()
@@ -163,6 +176,10 @@ class Worker:
         env = dict(os.environ)
         root = str(Path(dpref.__file__).resolve().parent.parent)  # the same dpref as ours
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        # numpy's BLAS starts no threads: a multi-threaded process cannot unshare a user
+        # namespace (the worker's sandbox), and one thread keeps the target's runs alike
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = "1"
         return subprocess.Popen(
             [sys.executable, "-m", "dpref.audit.worker", str(req_r), str(rep_w), str(os.getpid())],
             stdin=subprocess.DEVNULL,
@@ -206,6 +223,14 @@ class Worker:
             self._protocol("a load reply with arrays or unknown flags")
         self.batched = bool(reply.flags & P.FLAG_BATCHED)
         self.callback = bool(reply.flags & P.FLAG_CALLBACK)
+        if reply.status == P.ST_OK:
+            try:
+                level = json.loads(reply.text).get("isolation")
+            except (ValueError, AttributeError):
+                level = None
+            if level not in sandbox.LEVELS:
+                self._protocol("a load reply without a known isolation level")
+            self.isolation = str(level)
         return reply
 
     def call(
@@ -283,19 +308,23 @@ class Worker:
     def request(self, frame: P.Frame, timeout: float | None, max_bytes: int, limit: int) -> P.Frame:
         """Send ``frame`` and return the reply to it.
 
-        ``timeout`` bounds the time between two frames from the worker (heartbeats
-        included); ``max_bytes`` the array payload of the reply; ``limit`` the counts of
-        its heartbeats.  Raises :class:`WorkerDied` (the worker is then killed).
+        ``timeout`` bounds the time between two frames from the worker, and
+        ``timeout × max(limit, 1)`` (+ :data:`GRACE`) the whole request: a wall-clock cap
+        fixed when the request is sent, which no stream of frames extends.  Each heartbeat
+        must make progress (its count strictly above the last one, at most ``limit``), so
+        at most ``limit`` of them arrive.  ``max_bytes`` bounds the array payload of the
+        reply.  Raises :class:`WorkerDied` (the worker is then killed).
         """
         if self.dead:
             raise WorkerDied("exited", "the worker is gone", 0)
         self._seq = (self._seq + 1) & 0xFFFFFFFF
         frame.seq = self._seq
         done = 0
+        cap = None if timeout is None else time.monotonic() + timeout * max(limit, 1) + GRACE
         try:
-            self._send(P.encode(frame), timeout)
+            self._send(P.encode(frame), timeout, cap)
             while True:
-                reply = self._read_frame(timeout, max_bytes)
+                reply = self._read_frame(timeout, max_bytes, cap)
                 if reply.seq != self._seq:
                     raise P.ProtocolError(f"seq {reply.seq}, expected {self._seq}")
                 if reply.op == P.OP_PROGRESS:
@@ -304,7 +333,7 @@ class Worker:
                         or reply.text
                         or reply.status
                         or reply.flags
-                        or not done <= reply.count <= limit
+                        or not done < reply.count <= limit
                     ):
                         raise P.ProtocolError("a malformed progress frame")
                     done = reply.count
@@ -370,9 +399,11 @@ class Worker:
             time.sleep(0.005)
 
     # ------------------------------------------------------------ the pipes
-    def _send(self, bufs: list[bytes | memoryview], timeout: float | None) -> None:
+    def _send(
+        self, bufs: list[bytes | memoryview], timeout: float | None, cap: float | None
+    ) -> None:
         views = [memoryview(b).cast("B") for b in bufs]
-        deadline = None if timeout is None else time.monotonic() + timeout + GRACE
+        deadline = _earliest(timeout, cap)
         while views:
             try:
                 n = os.writev(self._req, views)
@@ -459,8 +490,8 @@ class Worker:
             pos += k
         return buf
 
-    def _read_frame(self, timeout: float | None, max_bytes: int) -> P.Frame:
-        deadline = None if timeout is None else time.monotonic() + timeout + GRACE
+    def _read_frame(self, timeout: float | None, max_bytes: int, cap: float | None) -> P.Frame:
+        deadline = _earliest(timeout, cap)
         frame, n_arrays, text_len = P.parse_header(bytes(self._recv(P.HEADER.size, deadline)))
         total = 0
         for _ in range(n_arrays):

@@ -185,6 +185,15 @@ class Target:
     _deaths: int = field(default=0, init=False, repr=False, compare=False)
     _timeouts: int = field(default=0, init=False, repr=False, compare=False)
     _gave_up: Finding | None = field(default=None, init=False, repr=False, compare=False)
+    _isolation: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def isolation(self) -> str | None:
+        """Where the target's calls ran (:data:`dpref.audit.sandbox.LEVELS`: the level its
+        worker reported); None for a built-in mechanism (sampled in dpref's process)."""
+        if self.mechanism is not None:
+            return None
+        return self._isolation
 
     @property
     def batched(self) -> bool:
@@ -322,6 +331,7 @@ class Target:
             self._gave_up = Finding(kind, f"while loading the target: {_clean(reply.text)}")
             raise self._fail(self._gave_up)
         self._worker = w
+        self._isolation = w.isolation
 
     def _emit_diag(self, w: Worker) -> None:
         """The worker's stdout/stderr text so far, onto dpref's stderr (never stdout)."""

@@ -32,6 +32,7 @@ import resource
 import sys
 import time
 import traceback
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit import protocol as P
+from dpref.audit import sandbox
 
 __all__ = [
     "HANDLERS",
@@ -92,18 +94,31 @@ def _is_path(where: str) -> bool:
     return where.endswith(".py") or "/" in where or "\\" in where
 
 
-def import_target(spec: str) -> Any:
+def import_target(spec: str, source: tuple[str, bytes] | None = None) -> Any:
     """Import the callable ``spec`` names (in *this* process).
 
-    An ordinary exception while importing becomes a :class:`LoadError`; a
-    ``BaseException`` (``SystemExit`` …) propagates.
+    ``source``: the resolved path and the bytes of a ``file.py`` target, already read
+    (the file is then not looked at again: see :func:`_read_source`).  An ordinary
+    exception while importing becomes a :class:`LoadError`; a ``BaseException``
+    (``SystemExit`` …) propagates.
     """
-    bad = check_spec(spec)
+    bad = check_spec(spec) if source is None else None
     if bad is not None:
         raise LoadError(bad)
     where, _, func_name = spec.rpartition(":")
+    module: types.ModuleType | None
     try:
-        if _is_path(where):
+        if source is not None:
+            mod_name = f"_dpref_target_{abs(hash(source[0]))}"
+            module = types.ModuleType(mod_name)
+            module.__file__ = source[0]
+            sys.modules[mod_name] = module
+            try:
+                exec(compile(source[1], source[0], "exec"), module.__dict__)
+            except BaseException:
+                del sys.modules[mod_name]
+                raise
+        elif _is_path(where):
             path = Path(where)
             mod_name = f"_dpref_target_{abs(hash(str(path.resolve())))}"
             module = sys.modules.get(mod_name)
@@ -153,6 +168,13 @@ class State:
     """The sequence number of the request being served."""
     forks: int = 0
     """Forks the target made during this request."""
+    box: sandbox.Sandbox = field(default_factory=sandbox.Sandbox)
+    """The isolation this worker runs in (:mod:`dpref.audit.sandbox`)."""
+
+    def forked(self) -> bool:
+        """The target forked during this request (``os.fork``, libc ``fork``, a
+        subprocess, a double fork into a new session: any process still there)."""
+        return bool(self.forks) or sandbox.strays(self.box)
 
 
 def _text(exc: BaseException) -> str:
@@ -273,7 +295,9 @@ def _op_load(st: State, req: P.Frame) -> P.Frame:
     spec = opts.get("spec")
     if spec is not None:
         try:
-            st.fn = import_target(str(spec))
+            source = _read_source(str(spec))
+            sandbox.drop_privileges(st.box)
+            st.fn = import_target(str(spec), source)
         except LoadError as exc:
             return P.Frame(P.OP_LOAD, P.ST_LOAD_ERROR, text=str(exc))
         except SystemExit as exc:
@@ -291,7 +315,24 @@ def _op_load(st: State, req: P.Frame) -> P.Frame:
     except Exception:
         callback = False
     flags = (P.FLAG_BATCHED if st.batched else 0) | (P.FLAG_CALLBACK if callback else 0)
-    return P.Frame(P.OP_LOAD, flags=flags)
+    return P.Frame(P.OP_LOAD, flags=flags, text=json.dumps({"isolation": st.box.level}))
+
+
+def _read_source(spec: str) -> tuple[str, bytes] | None:
+    """The resolved path and the bytes of a ``file.py:function`` target's file, read
+    before the worker drops its privileges (it may sit in a directory only dpref's user
+    can read); None for a module name (imported from ``sys.path`` after the drop)."""
+    bad = check_spec(spec)
+    if bad is not None:
+        raise LoadError(bad)
+    where = spec.rpartition(":")[0]
+    if not _is_path(where):
+        return None
+    try:
+        path = Path(where).resolve()
+        return str(path), path.read_bytes()
+    except OSError as exc:
+        raise LoadError(f"cannot read {where}: {exc.strerror}") from None
 
 
 def generator_from(words: npt.NDArray[Any]) -> np.random.Generator:
@@ -353,6 +394,8 @@ def _op_call(st: State, req: P.Frame) -> P.Frame:
         if now >= beat:
             send(st, P.Frame(P.OP_PROGRESS, count=i + 1))
             beat = now + PROGRESS_INTERVAL
+    if sandbox.strays(st.box):
+        return P.Frame(P.OP_CALL, P.ST_FORKED, count=0, text=_FORKED)
     return P.Frame(P.OP_CALL, count=n, arrays=[out])
 
 
@@ -371,7 +414,7 @@ def _call_batched(st: State, stream: FloatArray, n: int) -> P.Frame:
         return P.Frame(P.OP_CALL, status, count=0, text=text)
     if os.getpid() != st.pid:
         os._exit(0)
-    if st.forks:
+    if st.forked():
         return P.Frame(P.OP_CALL, P.ST_FORKED, text=_FORKED)
     if streams.tobytes() != ref:
         return P.Frame(
@@ -420,7 +463,7 @@ def _op_scripted(st: State, req: P.Frame) -> P.Frame:
         return _scripted(requests, *_failure(exc))
     if os.getpid() != st.pid:
         os._exit(0)
-    if st.forks:
+    if st.forked():
         return _scripted(requests, P.ST_FORKED, _FORKED)
     if view.tobytes() != stream.tobytes():
         text = "the target wrote into its (read-only) input stream"
@@ -474,7 +517,7 @@ def _op_injected(st: State, req: P.Frame) -> P.Frame:
         return P.Frame(P.OP_INJECTED, status, text=text)
     if os.getpid() != st.pid:
         os._exit(0)
-    if st.forks:
+    if st.forked():
         return P.Frame(P.OP_INJECTED, P.ST_FORKED, text=_FORKED)
     if args[0].tobytes() != stream.tobytes() or args[1].tobytes() != noise.tobytes():
         text = "the target wrote into its (read-only) input"
@@ -552,6 +595,7 @@ def serve(st: State) -> None:
             reply = P.Frame(req.op, status, text=text)
         if os.getpid() != st.pid:
             os._exit(0)
+        sandbox.kill_strays(st.box)
         _flush_std()
         try:
             send(st, reply)
@@ -589,17 +633,20 @@ def run_forked(fn: Any, rfd: int, wfd: int, diag: int, parent: int) -> None:
     try:
         _die_with_parent(parent)
         os.setsid()
+        box = sandbox.enter()
         os.dup2(diag, 1)
         os.dup2(diag, 2)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         lo = 3
         for keep in sorted((rfd, wfd)):
-            os.closerange(lo, keep)
+            if keep > lo:
+                os.closerange(lo, keep)
             lo = keep + 1
         os.closerange(lo, 1 << 16)
         _own_std_streams()
-        serve(State(rfd, wfd, os.getpid(), fn=fn))
+        sandbox.drop_privileges(box)
+        serve(State(rfd, wfd, os.getpid(), fn=fn, box=box))
     finally:
         os._exit(70)
 
@@ -612,8 +659,9 @@ def main(argv: list[str] | None = None) -> None:
         _die_with_parent(int(args[2]))
     os.set_inheritable(rfd, False)
     os.set_inheritable(wfd, False)
+    box = sandbox.enter()
     try:
-        serve(State(rfd, wfd, os.getpid()))
+        serve(State(rfd, wfd, os.getpid(), box=box))
     finally:
         os._exit(70)
 

@@ -5,8 +5,11 @@ Bad input prints one line on stderr (``dpref: error: name=value: why``) and exit
 never a traceback; a failed check exits 1.  With ``--json`` among the arguments, bad
 input also prints its one JSON object on stdout: ``{"error": {"parameter": NAME,
 "message": TEXT}}`` (``parameter`` only when the message starts with ``NAME=``), so
-a ``--json`` consumer always reads exactly one object.  Only :class:`DprefError` and
-usage errors are bad input: any other exception is a bug and keeps its traceback.
+a ``--json`` consumer always reads exactly one object.  An I/O error (a full disk, a
+full stdout) is exit 2 with one line too (never 1, which means a failed check); ^C
+exits 130 and SIGTERM 143, after every ``finally`` has run (worker processes killed,
+temporary files removed).  Only :class:`DprefError`, usage and I/O errors are bad
+input: any other exception is a bug and keeps its traceback.
 
 Subcommands are plugins: each subsystem declares a module with
 ``add_parser(subparsers)`` (the parser's ``func`` default runs the command) in the
@@ -102,12 +105,37 @@ def error_object(message: str) -> dict[str, dict[str, str]]:
     return {"error": err}
 
 
-def _bad_input(message: str, as_json: bool) -> int:
-    """Report bad input: one line on stderr, with ``--json`` one object on stdout; 2."""
-    sys.stderr.write(f"dpref: error: {message}\n")
+def _bad_input(message: str, as_json: bool, code: int = 2) -> int:
+    """Report bad input: one line on stderr, with ``--json`` one object on stdout; 2.
+
+    Never raises: a stdout or stderr that cannot be written (``/dev/full``, a closed
+    pipe) is pointed at /dev/null instead, so the interpreter's last flush stays quiet."""
+    try:
+        sys.stderr.write(f"dpref: error: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     if as_json:
-        sys.stdout.write(json.dumps(error_object(message)) + "\n")
-    return 2
+        try:
+            sys.stdout.write(json.dumps(error_object(message)) + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            _silence_stdout()
+    return code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like ^C so that every ``finally`` runs (worker
+    processes killed, temporary files removed) before dpref exits with 128 + 15."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _io_message(exc: OSError) -> str:
+    where = f" on {exc.filename}" if getattr(exc, "filename", None) else ""
+    return f"I/O error{where}: {exc.strerror or type(exc).__name__}"
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -130,17 +158,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         if as_json:
             sys.stdout.write(json.dumps(error_object(exc.message)) + "\n")
         return 2
+    wants = bool(getattr(args, "json", False))
+    previous = _catch_sigterm()
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # a full stdout fails here, not in the interpreter's last flush
     except DprefError as exc:
-        return _bad_input(str(exc), bool(getattr(args, "json", False)))
+        return _bad_input(str(exc), wants)
+    except Terminated:
+        return _bad_input("terminated (SIGTERM)", wants, 143)
     except KeyboardInterrupt:
-        sys.stderr.write("dpref: interrupted\n")
-        return 130
+        return _bad_input("interrupted", wants, 130)
     except BrokenPipeError:  # the reader went away (`dpref … | head`): stop quietly
         _silence_stdout()
         return 141
+    except OSError as exc:  # a full disk or stdout: one line, exit 2 (never 1, "violation")
+        return _bad_input(_io_message(exc), wants)
+    finally:
+        _restore_sigterm(previous)
     return code
+
+
+def _catch_sigterm() -> object:
+    """Turn SIGTERM into :class:`Terminated` while a command runs (main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return None
+
+
+def _restore_sigterm(previous: object) -> None:
+    import signal
+
+    if previous is not None:
+        try:
+            signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+        except (ValueError, OSError, TypeError):
+            pass
 
 
 def _silence_stdout() -> None:

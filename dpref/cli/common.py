@@ -4,10 +4,13 @@ mechanism flags (derived from the registry), domains and stream input."""
 from __future__ import annotations
 
 import argparse
+import io
+import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
@@ -20,14 +23,18 @@ from dpref.registry import build_mechanism, mechanism_names, parameter_flags
 from dpref.validation import fmt
 
 __all__ = [
+    "MAX_INPUT_BYTES",
+    "MAX_INPUT_VALUES",
     "DprefParser",
     "UsageError",
     "add_mechanism_args",
     "cell",
+    "check_npy",
     "mechanism_from_args",
     "mechanism_params_from_args",
     "parse_domain",
     "plain_text",
+    "read_input",
     "read_stream",
     "run_standalone",
 ]
@@ -190,10 +197,13 @@ def mechanism_from_args(args: argparse.Namespace, horizon: int | None = None) ->
 
 
 def read_stream(source: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """One value per line from a file or ``-`` (stdin), or a ``.npy`` array."""
+    """One value per line from a file or ``-`` (stdin), or a ``.npy`` array; bounded by
+    :func:`read_input` (size, no FIFOs or devices) and :data:`MAX_INPUT_VALUES`."""
+    data = read_input(source)
     if source != "-" and source.endswith(".npy"):
+        check_npy(data, "input", source)
         try:
-            raw = np.load(source, allow_pickle=False)
+            raw = np.load(io.BytesIO(data), allow_pickle=False)
         except (OSError, ValueError, EOFError) as exc:
             # EOFError: an empty file; ValueError: a bad or oversized header (numpy's
             # message spans several lines, so only its first line is kept)
@@ -204,21 +214,123 @@ def read_stream(source: str) -> np.ndarray[Any, np.dtype[np.float64]]:
             raise ParameterError(f"input={fmt(source)}: .npy must hold real numbers, got {kind}")
         return np.asarray(raw, dtype=np.float64)
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ParameterError(f"input={fmt(source)}: cannot read ({exc.strerror})") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ParameterError(
             f"input={fmt(source)}: not UTF-8 text (byte {exc.start}); "
             "give one number per line, or a .npy file"
         ) from None
-    values = []
+    values: list[float] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        if len(values) >= MAX_INPUT_VALUES:
+            raise ParameterError(
+                f"input={fmt(source)}: more than {MAX_INPUT_VALUES:,} values (the input limit)"
+            )
         try:
             values.append(float(line))
         except ValueError:
             raise ParameterError(f"input line {lineno}={fmt(line)}: not a number") from None
     return np.array(values, dtype=np.float64)
+
+
+MAX_INPUT_BYTES = 32 << 20
+"""Largest input file (32 MiB: about four million numbers of text, one per line)."""
+MAX_INPUT_VALUES = 1 << 22
+"""Largest number of values an input (text or ``.npy``) may hold (4,194,304)."""
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is (None: a regular file)."""
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def read_input(source: str, option: str = "input") -> bytes:
+    """The bytes of ``source`` (``-``: standard input), at most :data:`MAX_INPUT_BYTES`.
+
+    A FIFO, device, socket or directory named as a file is refused (pipe it through
+    standard input instead: ``--input - < FIFO``); so is a larger file, before it is
+    read.  Raises :class:`~dpref.errors.ParameterError` naming ``option``.
+    """
+    if source == "-":
+        stream: Any = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+        try:
+            data = (
+                stream.read(MAX_INPUT_BYTES + 1)
+                if stream is not None
+                else sys.stdin.read(MAX_INPUT_BYTES + 1).encode("utf-8")
+            )
+        except OSError as exc:
+            raise ParameterError(f"{option}='-': cannot read ({exc.strerror})") from None
+        return _capped(data, option, source)
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise ParameterError(f"{option}={fmt(source)}: cannot read ({why})") from None
+    try:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)
+        if kind is not None:
+            raise ParameterError(
+                f"{option}={fmt(source)}: is {kind}, not a regular file (to read it anyway, "
+                f"give '-' and redirect it to standard input)"
+            )
+        if info.st_size > MAX_INPUT_BYTES:
+            raise ParameterError(
+                f"{option}={fmt(source)}: {info.st_size:,} bytes, above the limit of "
+                f"{MAX_INPUT_BYTES:,} bytes"
+            )
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise ParameterError(f"{option}={fmt(source)}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    return _capped(data, option, source)
+
+
+def _capped(data: bytes, option: str, source: str) -> bytes:
+    if len(data) > MAX_INPUT_BYTES:
+        raise ParameterError(
+            f"{option}={fmt(source)}: more than {MAX_INPUT_BYTES:,} bytes (the input limit)"
+        )
+    return data
+
+
+def check_npy(data: bytes, option: str, source: str) -> None:
+    """Refuse a ``.npy`` whose header declares more than :data:`MAX_INPUT_VALUES` values or
+    more bytes than it holds (a huge shape), before numpy allocates the array."""
+    fh = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+    except (ValueError, TypeError, OSError, EOFError) as exc:
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ParameterError(f"{option}={fmt(source)}: cannot read .npy ({why})") from None
+    count = math.prod(int(d) for d in shape)
+    if count > MAX_INPUT_VALUES:
+        raise ParameterError(
+            f"{option}={fmt(source)}: .npy of shape {tuple(shape)} holds {count:,} values, "
+            f"above the limit of {MAX_INPUT_VALUES:,}"
+        )
+    if count * dtype.itemsize > len(data) - fh.tell():
+        raise ParameterError(
+            f"{option}={fmt(source)}: .npy header declares shape {tuple(shape)}, more data "
+            "than the file holds"
+        )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-from pathlib import Path
 from typing import Any
 
 from dpref.errors import ParameterError
@@ -146,10 +145,10 @@ def _write(path: str, text: str) -> None:
     data = (text + "\n").encode()
     if path.endswith(".gz"):
         data = gzip.compress(data, compresslevel=9, mtime=0)
-    try:
-        Path(path).write_bytes(data)
-    except OSError as exc:
-        raise ParameterError(f"file={fmt(path)}: cannot write ({exc})") from None
+    from dpref.cli.outputs import output_lock, write_file
+
+    with output_lock(path, "file"):  # whole or not at all: temporary file, then rename
+        write_file(path, data, "file")
 
 
 def _export(args: argparse.Namespace) -> int:

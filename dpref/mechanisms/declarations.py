@@ -216,7 +216,7 @@ def check_node_noise(noise: Any, n_nodes: int, runs: int | None = None) -> Float
         return arr
     try:
         arr2 = np.asarray(noise, dtype=np.float64)
-    except (ValueError, TypeError, OverflowError) as exc:
+    except Exception as exc:  # any __float__/__array__ of the caller's object
         raise DprefTypeError(f"noise={fmt(noise)}: not an array of numbers ({exc})") from None
     if arr2.shape != (runs, n_nodes) or not np.all(np.isfinite(arr2)):
         raise ParameterError(

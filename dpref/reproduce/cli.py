@@ -99,41 +99,44 @@ def run_experiment(name: str, out: Path, seed: int, quick: bool) -> dict[str, An
     ``summary.json``) with the printed lines under ``"lines"``."""
     import importlib
 
+    from dpref.cli.outputs import io_error, output_lock, staged_dir, write_file
     from dpref.errors import ParameterError
     from dpref.reproduce.common import PLOT_HINT, Context, pyplot
 
     module = importlib.import_module(EXPERIMENTS[name][0])
     target = out / name
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ParameterError(f"out={str(out)!r}: cannot create {str(target)!r} ({exc})") from None
+        raise ParameterError(f"out={str(out)!r}: cannot create it ({exc.strerror})") from None
     plots = pyplot() is not None
-    ctx = Context(out=target, seed=seed, quick=quick, plots=plots)
-    start = time.perf_counter()
-    outcome = module.run(ctx)
-    wall = time.perf_counter() - start
-    lines = list(outcome.lines)
-    if outcome.skipped is None and not plots:
-        lines.append(f"  {PLOT_HINT} (the CSV files are written)")
-    summary = {
-        "experiment": name,
-        "seed": seed,
-        "quick": quick,
-        "versions": _versions(),
-        "parameters": outcome.parameters,
-        "wall_time_s": round(wall, 2),
-        "headline": outcome.headline,
-        "files": sorted([*outcome.files, "summary.json"]),
-        "skipped": outcome.skipped,
-        "lines": lines,
-    }
-    try:
-        (target / "summary.json").write_text(
-            json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-    except OSError as exc:
-        raise ParameterError(f"out={str(out)!r}: cannot write summary.json ({exc})") from None
+    # built beside out/<name> and swapped in whole: never a mix of two runs' files, and
+    # a second run into the same place refuses instead of interleaving its bytes
+    with output_lock(target, "out"), staged_dir(target, "out") as stage:
+        ctx = Context(out=stage, seed=seed, quick=quick, plots=plots)
+        start = time.perf_counter()
+        try:
+            outcome = module.run(ctx)
+        except OSError as exc:
+            raise io_error("out", target, exc) from None
+        wall = time.perf_counter() - start
+        lines = list(outcome.lines)
+        if outcome.skipped is None and not plots:
+            lines.append(f"  {PLOT_HINT} (the CSV files are written)")
+        summary = {
+            "experiment": name,
+            "seed": seed,
+            "quick": quick,
+            "versions": _versions(),
+            "parameters": outcome.parameters,
+            "wall_time_s": round(wall, 2),
+            "headline": outcome.headline,
+            "files": sorted([*outcome.files, "summary.json"]),
+            "skipped": outcome.skipped,
+            "lines": lines,
+        }
+        text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
+        write_file(stage / "summary.json", text.encode("utf-8"), "out")
     return summary
 
 

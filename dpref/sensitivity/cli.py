@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 from fractions import Fraction
@@ -19,6 +20,7 @@ from typing import Any
 from dpref.errors import DprefError, ParameterError
 from dpref.sensitivity.api import global_sensitivity
 from dpref.sensitivity.queries import NOTEBOOK_QUERIES
+from dpref.validation import parse_number_string
 
 __all__ = ["add_parser", "run"]
 
@@ -69,10 +71,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 def _parse_number(text: str, where: str) -> Fraction:
     shown = text if len(text) <= 40 else text[:37] + "..."
     try:
-        value = Fraction(text.strip())
+        value = parse_number_string(where, text)  # bounded: "1e-999999999" hung in Fraction
         float(value)  # the sensitivity is a float: 1e400 is exact but has none
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(f"{where}={shown!r}: not a number") from None
+    except ParameterError as exc:
+        raise ParameterError(f"{where}={shown!r}: {str(exc).split(': ', 1)[-1]}") from None
     except OverflowError:
         raise ParameterError(f"{where}={shown!r}: too large for a float") from None
     return value
@@ -86,11 +88,11 @@ def _load_values(args: argparse.Namespace) -> list[Fraction]:
         return [_parse_number(t, "--universe") for t in parts]
     if not args.column:
         raise ParameterError(f"--column={args.column!r}: required with --csv")
+    from dpref.cli.common import read_input
+
+    data = read_input(args.csv, "--csv")  # bounded; FIFOs and devices refused
     try:
-        with open(args.csv, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except OSError as exc:
-        raise ParameterError(f"--csv={args.csv!r}: cannot read ({exc.strerror})") from None
+        rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")))
     except UnicodeDecodeError as exc:
         raise ParameterError(f"--csv={args.csv!r}: not UTF-8 text (byte {exc.start})") from None
     except csv.Error as exc:  # e.g. a field over csv.field_size_limit() characters

@@ -112,6 +112,11 @@ def _value_counts(values: Any) -> tuple[dict[int | Fraction, int], int]:
     A finite numeric numpy vector is counted with ``np.unique`` (a million values in well
     under a second; a Fraction per record took tens of seconds); anything else goes
     through :func:`_check_values`, which names the first bad item."""
+    if isinstance(values, np.ma.MaskedArray):  # its masked entries have no value
+        raise DprefTypeError(
+            "values=<masked array>: give the values themselves (values.compressed(), or "
+            "values.filled(x))"
+        )
     if (
         isinstance(values, np.ndarray)
         and values.ndim == 1
@@ -122,7 +127,8 @@ def _value_counts(values: Any) -> tuple[dict[int | Fraction, int], int]:
         uniq, cnt = np.unique(values, return_counts=True)
         counts: dict[int | Fraction, int] = {}
         for v, c in zip(uniq.tolist(), cnt.tolist(), strict=True):
-            counts[v if type(v) is int else Fraction(v)] = int(c)
+            # as_integer_ratio: exact for float and for long double (Fraction() refused it)
+            counts[v if type(v) is int else Fraction(*v.as_integer_ratio())] = int(c)
         return counts, int(values.size)
     fracs = _check_values(values)
     counts = {}

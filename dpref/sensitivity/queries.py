@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpref.errors import DprefTypeError, ParameterError
-from dpref.validation import check_fraction, fmt
+from dpref.validation import check_fraction, fmt, parse_number_string
 
 __all__ = ["NOTEBOOK_QUERIES", "evaluate_query"]
 
@@ -61,9 +61,9 @@ def _parse_query(query: Any, percentile: Any) -> _Query:
         return _Query(kind="percentile", p=p)
     match = _PERCENTILE_RE.match(name)
     if match:
-        try:
-            p = Fraction(match.group(1))
-        except (ValueError, ZeroDivisionError):
+        try:  # bounded: "percentile_1e999999999" hung (and then failed) in Fraction()
+            p = parse_number_string("query", match.group(1))
+        except ParameterError:
             raise ParameterError(
                 f"query={fmt(query)}: percentile must be a number, as in 'percentile_25'"
             ) from None

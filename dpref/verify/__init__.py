@@ -17,6 +17,7 @@ are the same for any ``jobs`` (only their ``seconds`` differ).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -252,7 +253,8 @@ def _run_parallel(
     """Run the parts in ``jobs`` processes, forked where the platform allows (the workers
     then start with the modules this process has loaded), else spawned."""
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method)) as pool:
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init) as pool:
         index: dict[Future[list[VerifyRow]], int] = {
             pool.submit(_run_part, part): i for i, part in enumerate(todo)
         }
@@ -264,6 +266,22 @@ def _run_parallel(
                     heartbeat()
                 for future in sorted(done, key=index.__getitem__):
                     deliver(index[future], future.result())
-        except BaseException:  # a failed part, or ^C: start nothing more
+        except BaseException:  # a failed part, ^C or SIGTERM: start nothing more, and
+            # end the running parts now (shutdown alone waits for them to finish)
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    proc.kill()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+
+
+def _worker_init() -> None:
+    """In each pool worker: die with the process that runs verify (``PR_SET_PDEATHSIG``,
+    Linux), so that a SIGKILLed ``dpref verify`` leaves no worker computing on."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass

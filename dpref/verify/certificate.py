@@ -204,12 +204,20 @@ def to_markdown(cert: dict[str, Any]) -> str:
 
 
 def write_certificate(cert: dict[str, Any], path: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """Write the Markdown and JSON files; their paths.  Raises
-    :class:`~dpref.errors.ParameterError` when a file cannot be written."""
+    """Write the Markdown and JSON files (each to a temporary file renamed into place);
+    their paths.  Raises :class:`~dpref.errors.ParameterError` when a file cannot be
+    written, after removing both (no certificate survives a failed write)."""
+    from dpref.cli.outputs import remove, write_file
+
     md, js = certificate_paths(path)
-    try:
-        md.write_text(to_markdown(cert), encoding="utf-8")
-        js.write_text(json.dumps(cert, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ParameterError(f"--out={fmt(str(path))}: cannot write ({exc.strerror})") from None
+    try:  # each file whole or not at all; on a failure neither is left
+        write_file(js, (json.dumps(cert, indent=2, ensure_ascii=False) + "\n").encode(), "--out")
+        write_file(md, to_markdown(cert).encode("utf-8"), "--out")
+    except ParameterError:
+        for done in (js, md):
+            try:
+                remove(done, "--out")
+            except ParameterError:
+                pass
+        raise
     return md, js

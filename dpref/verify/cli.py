@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import sys
@@ -10,8 +11,10 @@ import time
 from fractions import Fraction
 from typing import Any, TextIO
 
+from dpref.cli.outputs import output_lock, remove
 from dpref.validation import check_choice, check_int_range
 from dpref.verify import MAX_JOBS, Part, VerifyOptions, VerifyRow, default_jobs, run_verify
+from dpref.verify.certificate import build_certificate, check_writable, write_certificate
 
 __all__ = ["add_parser", "run"]
 
@@ -83,7 +86,6 @@ HEADER = (
 def run(args: argparse.Namespace) -> int:
     """Run every suite and print the table (or one JSON object); 1 if any check failed."""
     from dpref.mechanisms import MECHANISMS
-    from dpref.verify.certificate import build_certificate, check_writable, write_certificate
 
     opts = VerifyOptions(
         max_exhaustive=args.max_horizon,
@@ -94,8 +96,17 @@ def run(args: argparse.Namespace) -> int:
     for name in opts.mechanisms:
         check_choice("--mechanism", name, tuple(MECHANISMS))
     jobs = check_int_range("--jobs", args.jobs, 1, MAX_JOBS)
-    if args.out is not None:
-        check_writable(args.out)
+    with contextlib.ExitStack() as stack:
+        if args.out is not None:
+            md, js = check_writable(args.out)
+            stack.enter_context(output_lock(md, "--out"))  # a concurrent run refuses
+            remove(md, "--out")  # an interrupted or failed run leaves no old certificate
+            remove(js, "--out")
+        return _run(args, opts, jobs)
+
+
+def _run(args: argparse.Namespace, opts: VerifyOptions, jobs: int) -> int:
+    """The run itself (``--out`` checked, locked and cleared)."""
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     start = time.perf_counter()
     show = _Table(sys.stdout, _Progress.for_stream(sys.stderr, jobs))
@@ -114,16 +125,17 @@ def run(args: argparse.Namespace) -> int:
         show.progress.close()
     wall = time.perf_counter() - start
     failed = [r for r in rows if r.failed]
+    written = None
+    if args.out is not None:  # before anything is printed: --json stays one object
+        cert = build_certificate(rows, opts, jobs=jobs, started=started, wall_seconds=wall)
+        written = write_certificate(cert, args.out)
     if args.json:
         print(json.dumps({"passed": not failed, "rows": [r.as_dict() for r in rows]}))
     else:
         verdict = "FAILED" if failed else "all passed"
         print(f"{sum(r.checks for r in rows)} checks in {len(rows)} rows: {verdict}")
-    if args.out is not None:
-        cert = build_certificate(rows, opts, jobs=jobs, started=started, wall_seconds=wall)
-        md, js = write_certificate(cert, args.out)
-        if not args.json:
-            print(f"certificate: {md} and {js}")
+        if written is not None:
+            print(f"certificate: {written[0]} and {written[1]}")
     return 1 if failed else 0
 
 
