@@ -87,6 +87,16 @@ def test_the_report_names_the_isolation_level(level: str) -> None:
     assert data["isolation"].startswith("subreaper") or data["isolation"] == "none"
 
 
+def test_exact_and_conform_reports_name_the_isolation_level(level: str) -> None:
+    """Defect: the report did not say which isolation was in force (`--exact`, conform)."""
+    exact = exact_audit(f"{HOSTILE}:laplace", horizon=4, epsilon=1, timeout=30)
+    assert exact.isolation == level and exact.as_dict()["isolation"] == level
+    report = conform(f"{HOSTILE}:laplace", None, horizon=4, timeout=30)  # reference-free
+    assert report.isolation == level and report.as_dict()["isolation"] == level
+    in_process = conform(SimpleII(epsilon=1, horizon=4), None, horizon=4)
+    assert in_process.isolation is None
+
+
 # ---------------------------------------------------------------- heartbeats
 @pytest.mark.parametrize(
     "name", ["beats_forever", pytest.param("beats_counting", marks=pytest.mark.slow)]

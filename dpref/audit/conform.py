@@ -150,6 +150,9 @@ class ConformReport:
     claimed), when the target adds less noise and its noise passed the noise-law test."""
     claimed_rho: Fraction | None = None
     """The reference's ρ when it is a Gaussian (ρ-zCDP) mechanism, else None."""
+    isolation: str | None = None
+    """The isolation the target's worker ran in (:mod:`dpref.audit.sandbox`); None for a
+    target run in this process."""
 
     @property
     def violation(self) -> bool:
@@ -182,6 +185,7 @@ class ConformReport:
             "seconds": round(self.seconds, 3),
             "findings": [f.as_dict() for f in self.findings],
             "seed": self.seed,
+            "isolation": self.isolation,
         }
 
     def summary(self) -> str:
@@ -405,6 +409,7 @@ def _conform_report(
         structure=structure,
         implied_rho=implied if gauss else None,
         claimed_rho=reference.declared_rho if reference is not None and gauss else None,
+        isolation=tgt.isolation,
     )
 
 

@@ -120,6 +120,9 @@ class WorkerRunner:
     timeout: float | None = 60.0
     memory_limit: int | None = 4 << 30
     _worker: Worker | None = field(default=None, repr=False)
+    isolation: str | None = field(default=None, init=False, compare=False)
+    """The isolation the last worker reported (:mod:`dpref.audit.sandbox`); None before
+    one loaded."""
 
     def __call__(self, stream: FloatArray, script: FloatArray) -> tuple[FloatArray, Requests]:
         """One scripted call in the worker."""
@@ -174,6 +177,7 @@ class WorkerRunner:
             kind = P.STATUS_KIND.get(reply.status, "exception")
             raise _LoadFailed(Finding(kind, f"while loading the target: {reply.text}", T))
         self._worker = worker
+        self.isolation = worker.isolation
         return worker
 
     def close(self) -> None:

@@ -593,6 +593,7 @@ def exact_audit(
     shown = proto if proto is not None else protocol_of(None, None)
     report = StructuralReport(name, T, shown, dom.name, dom.sensitivity, claimed, findings=findings)
     report.claimed_rho, report.claimed_mu = claimed_rho, claimed_mu
+    report.isolation = run.isolation if isinstance(run, WorkerRunner) else None
     law = structure.law if structure is not None else "unknown"
     report.law = law
     report.privacy = view if view is not None else ("gdp" if law == "normal" else "pure")

@@ -78,6 +78,9 @@ class StructuralReport:
     GDP/zCDP view)."""
     sampled_confidence: float | None = None
     privacy: str = "pure"
+    isolation: str | None = None
+    """The isolation the target's worker ran in (:mod:`dpref.audit.sandbox`); None for a
+    target run in this process."""
     """The view of the claim: ``pure``, ``gdp`` or ``zcdp`` (see the class doc)."""
     law: str = "unknown"
     """Law of the recorded draws: ``laplace``, ``normal``, ``none`` (no draw) or
@@ -252,6 +255,7 @@ class StructuralReport:
         mu = self.mu
         return {
             "target": self.target,
+            "isolation": self.isolation,
             "horizon": self.horizon,
             "protocol": self.protocol,
             "domain": self.domain,
