@@ -9,7 +9,8 @@ self-test fails loudly instead of silently testing nothing — re-anchor ``old``
 ``mechanisms`` names the registered mechanisms whose ``dpref verify --mechanism …`` run
 must fail (the cheap, restricted run); empty means the whole ``dpref verify``.  The
 sanitizer mutants name ``binary``: the ``coverage`` suite checks the sanitizers in the
-part of the sanitizers' default tree (the ``sanitize`` suite runs only unrestricted).  ``kind`` is the bug class of the issue.
+part of the sanitizers' default tree (the ``sanitize`` suite runs only unrestricted).
+``kind`` is the bug class of the issue.
 
 Snippets are kept short and distinctive (a ``def`` line or a comment is included where the
 statement itself is not unique) so that they survive reformatting of their neighbours.
@@ -117,6 +118,23 @@ MUTANTS: tuple[Mutant, ...] = (
         new="        self._B = m.block_size\n        self._scale = m._scale()\n"
         "        self._scale_f = float(self._scale)",
         why="Two-Level's online scale rounded to nearest: b_float < b for some ε (20/7)",
+        mechanisms=("two-level",),
+    ),
+    Mutant(
+        id="two-level-online-order",
+        kind="canonical order",
+        file=_C,
+        old="        self._items += v + self._noise(self._scale_f, self._scale)\n"
+        "        self._block_true += v\n"
+        "        if self.t % self._B == 0:\n"
+        "            self._blocks += self._block_true + self._noise(self._scale_f, self._scale)",
+        new="        zb = self._noise(self._scale_f, self._scale)"
+        " if self.t % self._B == 0 else 0.0\n"
+        "        self._items += v + self._noise(self._scale_f, self._scale)\n"
+        "        self._block_true += v\n"
+        "        if self.t % self._B == 0:\n"
+        "            self._blocks += self._block_true + zb",
+        why="Two-Level's online counter draws a block's node before its last item's",
         mechanisms=("two-level",),
     ),
     Mutant(
@@ -368,15 +386,8 @@ MUTANTS: tuple[Mutant, ...] = (
         why="smooth binary's variance counts one node per output instead of d/2",
         mechanisms=("smooth",),
     ),
-    Mutant(
-        id="smooth-online-order",
-        kind="canonical order",
-        file=_S,
-        old="        for k in range(trailing - 1, -1, -1):",
-        new="        for k in range(trailing):",
-        why="smooth binary's online counter draws the noise-only nodes bottom up",
-        mechanisms=("smooth",),
-    ),
+    # smooth binary's online draw order within the trailing (noise-only) nodes is not a
+    # mutant: those nodes are always summed and dropped together (an equivalent mutant)
     # ------------------------------------------------------------------ decayed
     Mutant(
         id="window-scale",
@@ -433,8 +444,8 @@ MUTANTS: tuple[Mutant, ...] = (
         file=_B,
         old="        return abs(weight) * self.sensitivity * scale / (2 * self.rho)",
         new="        return weight * weight * self.sensitivity * scale / (2 * self.rho)",
-        why="a weighted node's Gaussian variance uses w² for |w|: L2 sum > 2ρ when |w| < 1",
-        mechanisms=("honaker", "kary", "exponential"),
+        why="a weighted node's Gaussian variance uses w² for |w| (PolynomialSum's (1−β)^j nodes)",
+        mechanisms=("polynomial",),
     ),
     Mutant(
         id="dlap-zero-doubled",

@@ -204,17 +204,19 @@ def check_scratch_imports(copy: Path) -> None:
             raise RuntimeError(f"the scratch run imports {f}, not the copy in {copy}")
 
 
-def verify_command(mechanisms: Iterable[str]) -> list[str]:
-    """``python -m dpref verify --json --jobs 1 [--mechanism NAME …]``."""
-    cmd = [sys.executable, "-m", "dpref", "verify", "--json", "--jobs", "1"]
+def verify_command(mechanisms: Iterable[str], options: Sequence[str] = ()) -> list[str]:
+    """``python -m dpref verify --json --jobs 1 [OPTIONS] [--mechanism NAME …]``."""
+    cmd = [sys.executable, "-m", "dpref", "verify", "--json", "--jobs", "1", *options]
     for name in mechanisms:
         cmd += ["--mechanism", name]
     return cmd
 
 
-def run_verify(copy: Path, mechanisms: Sequence[str], label: str, kind: str) -> Outcome:
-    """Run the restricted verify in ``copy``; its outcome."""
-    cmd = verify_command(mechanisms)
+def run_verify(
+    copy: Path, mechanisms: Sequence[str], label: str, kind: str, options: Sequence[str] = ()
+) -> Outcome:
+    """Run the restricted verify in ``copy`` (with extra verify ``options``); its outcome."""
+    cmd = verify_command(mechanisms, options)
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -259,11 +261,17 @@ def control_mechanisms(mutants: Sequence[Mutant]) -> tuple[str, ...]:
 
 
 def run_mutants(
-    mutants: Sequence[Mutant], *, progress: bool = False, control: bool = True, root: Path = ROOT
+    mutants: Sequence[Mutant],
+    *,
+    progress: bool = False,
+    control: bool = True,
+    options: Sequence[str] = (),
+    root: Path = ROOT,
 ) -> tuple[list[Outcome], list[Outcome]]:
     """``(controls, outcomes)``: the unmutated copy's run (over :func:`control_mechanisms`;
-    none with ``control=False``) and one outcome per mutant.  Raises :class:`MutantError`
-    when a mutant does not apply, RuntimeError when the control fails."""
+    none with ``control=False``) and one outcome per mutant, every run with the extra verify
+    ``options`` (default none: verify's own defaults).  Raises :class:`MutantError` when a
+    mutant does not apply, RuntimeError when the control fails."""
     for m in mutants:
         check_applies(m, root)
     controls: list[Outcome] = []
@@ -272,7 +280,7 @@ def run_mutants(
         check_scratch_imports(copy)
         if control:
             names = control_mechanisms(mutants)
-            ctl = run_verify(copy, names, f"control {','.join(names) or 'all'}", "")
+            ctl = run_verify(copy, names, f"control {','.join(names) or 'all'}", "", options)
             controls.append(ctl)
             if progress:
                 print(f"# {ctl.mutant}: exit {ctl.returncode} ({ctl.seconds:.1f} s)", flush=True)
@@ -283,7 +291,7 @@ def run_mutants(
                 )
         for m in mutants:
             with applied(copy, m):
-                out = run_verify(copy, m.mechanisms, m.id, m.kind)
+                out = run_verify(copy, m.mechanisms, m.id, m.kind, options)
             outcomes.append(out)
             if progress:
                 print(f"# {m.id}: {out.verdict} ({out.seconds:.1f} s) {out.rows}", flush=True)

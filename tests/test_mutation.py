@@ -29,6 +29,8 @@ REPRESENTATIVE = ("simple2-scale", "item-delta-model-swap")
 """Killed in the default run (both on ``--mechanism simple2``: one control, two mutants):
 a scale bug the plans catch, and a replace-one Δ that only the coverage rows' non-bit
 domains see."""
+CHEAP = ("--max-horizon", "16", "--random-horizons", "0")
+"""verify options of the default-run kills (each of these mutants fails at every T)."""
 
 
 def test_every_mutant_applies_exactly_once_and_compiles() -> None:
@@ -77,7 +79,7 @@ def _assert_killed(outcomes: list[Outcome]) -> None:
 
 def test_representative_mutants_are_killed_by_verify() -> None:
     chosen = [m for m in MUTANTS if m.id in REPRESENTATIVE]
-    controls, outcomes = run_mutants(chosen)
+    controls, outcomes = run_mutants(chosen, options=CHEAP)
     assert [c.verdict for c in controls] == ["survived"]  # the unmutated copy passes
     _assert_killed(outcomes)
 

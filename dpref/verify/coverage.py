@@ -4,7 +4,9 @@ independent derivation.
 
 Per registered mechanism (one part each, so ``--mechanism NAME`` runs its rows):
 
-* **domains** — every example built on item domains other than bits: ``[−1, 1]`` and
+* **domains** — every example (and each pure example's zCDP twin, built with ``rho=``:
+  the L2 sum of the mechanisms that declare no zCDP example) built on item domains other
+  than bits: ``[−1, 1]`` and
   ``[−1/2, 1]`` under replace-one (Δ must be ``upper − lower``: 2 and 3/2) and ``[−1, 3]``
   under add/remove (Δ = ``max(|lower|, |upper|)`` = 3).  The mechanism's Δ must equal that
   derivation, the domain's extreme pair must realise it, and the plan's privacy sum
@@ -124,10 +126,17 @@ def _domains(name: str, tally: _Tally) -> None:
     cls: Any = MECHANISMS[name]
     for i, ex in enumerate(cls.examples):
         T = _horizon_of(ex)
-        for lower, upper, integer, rel in DOMAINS:
+        # a pure example is also checked as its zCDP twin (rho=, Gaussian noise): the L2 sum
+        # of mechanisms that declare no zCDP example is otherwise never computed
+        budgets = [ex.budget_name]
+        if ex.privacy == "pure" and ex.noise is None:
+            budgets.append("rho")
+        for (lower, upper, integer, rel), budget in itertools.product(DOMAINS, budgets):
             if not integer and ex.noise in _DISCRETE:
                 continue
-            what = f"{name} example {i} on {'int' if integer else 'real'}[{lower},{upper}]/{rel}"
+            kind = "int" if integer else "real"
+            twin = " (zCDP twin)" if budget != ex.budget_name else ""
+            what = f"{name} example {i}{twin} on {kind}[{lower},{upper}]/{rel}"
 
             def one(
                 ex: Any = ex,
@@ -136,11 +145,12 @@ def _domains(name: str, tally: _Tally) -> None:
                 hi: Fraction = upper,
                 integer: bool = integer,
                 rel: Neighbours = rel,
+                budget: str = budget,
                 what: str = what,
             ) -> None:
                 dom = Domain(lower=lo, upper=hi, integer=integer, neighbours=rel)
                 delta = _derived_delta(lo, hi, rel)
-                m = cls(**{ex.budget_name: EPSILON}, **ex.kwargs(cls, T), domain=dom)
+                m = cls(**{budget: EPSILON}, **ex.kwargs(cls, T), domain=dom)
                 tally.add(f"{what}: Δ = {m.sensitivity}, expected {delta}", m.sensitivity == delta)
                 a, b = dom.extremes()
                 tally.add(
@@ -560,7 +570,13 @@ def _mechanism_rows(name: str) -> list[VerifyRow]:
     start = time.perf_counter()
     tally = _Tally()
     _domains(name, tally)
-    rows.append(tally.row(f"{name} domains", start, "Δ and privacy sum on 3 non-bit domains"))
+    rows.append(
+        tally.row(
+            f"{name} domains",
+            start,
+            f"{tally.checks} exact checks: Δ and the privacy sum on 3 non-bit domains",
+        )
+    )
     for label, check in (
         ("declaration", _declaration),
         ("level budgets", _level_budgets),
