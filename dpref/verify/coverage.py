@@ -4,14 +4,20 @@ independent derivation.
 
 Per registered mechanism (one part each, so ``--mechanism NAME`` runs its rows):
 
-* **domains** — every example (and each pure example's zCDP twin, built with ``rho=``:
-  the L2 sum of the mechanisms that declare no zCDP example) built on item domains other
-  than bits: ``[−1, 1]`` and
-  ``[−1/2, 1]`` under replace-one (Δ must be ``upper − lower``: 2 and 3/2) and ``[−1, 3]``
-  under add/remove (Δ = ``max(|lower|, |upper|)`` = 3).  The mechanism's Δ must equal that
-  derivation, the domain's extreme pair must realise it, and the plan's privacy sum
-  recomputed with the derived Δ (not the mechanism's) must stay within the declared ε
-  (or 2ρ), and equal the expected sum where one is known;
+* **domains** — every example (and each pure example's zCDP twin, built with ``rho=``: the
+  L2 sum of the mechanisms that declare no zCDP example) built on item domains other than
+  bits: ``[−1, 1]`` and ``[−1/2, 1]`` under replace-one (Δ must be ``upper − lower``: 2 and
+  3/2) and ``[−1, 3]`` under add/remove (Δ = ``max(|lower|, |upper|)`` = 3).  The
+  mechanism's Δ must equal that derivation, the domain's extreme pair must realise it, and
+  the plan's privacy sum recomputed with the derived Δ (not the mechanism's) must stay
+  within the declared ε (or 2ρ), and equal the expected sum where one is known;
+* **declaration** — the declared budget terms against the plan's nodes at
+  T ∈ :data:`DECLARATION_HORIZONS`: per scale, the declared membership is the largest
+  weight any item has in the plan's nodes of that scale (so a declaration claiming one
+  level too few fails even when it still sums to ε), and every scale the plan uses is
+  declared; for a factorization, the term is item 1's column of the strategy.  Not for
+  the declarations of a series (decayed sums) or per instance (Hybrid), see
+  :func:`_declaration`;
 * **level budgets** — for the mechanisms with a ``budget=`` parameter (the trees and the
   binary mechanism), every example rebuilt with an explicit split ``ε_h ∝ h + 1`` (all
   different, so a permuted split shows), pure and zCDP: the split is kept as given, every
@@ -70,8 +76,6 @@ RELATIVE_BOUND_GAP = Fraction(1, 10**4)
 AMPLIFICATION_GAP = Fraction(2, 10**15)
 """How far above the exact amplified ε the rational bound may be (two grid steps)."""
 _DISCRETE = ("discrete", "discrete_gaussian")
-
-Check = tuple[str, bool]
 
 
 class _Tally:
