@@ -581,18 +581,23 @@ def _mechanism_rows(name: str) -> list[VerifyRow]:
             f"{tally.checks} exact checks: Δ and the privacy sum on 3 non-bit domains",
         )
     )
-    for label, check in (
-        ("declaration", _declaration),
-        ("level budgets", _level_budgets),
-        ("switch points", _switch_points),
-        ("sanitizer", _threshold),
+    for label, check, what in (
+        ("declaration", _declaration, "declared terms = the plan's nodes per scale"),
+        (
+            "level budgets",
+            _level_budgets,
+            "explicit splits: per-node scales, online vs batch (≤ 1e-9·Σ|out|)",
+        ),
+        ("switch points", _switch_points, "sums past their exact/bound switches vs exact"),
+        ("sanitizer", _threshold, "histogram Δ by enumeration, tree plan at that Δ"),
     ):
         start = time.perf_counter()
         tally = _Tally()
         if check(name, tally):
             if label == "sanitizer" and name == DEFAULT_TREE:
                 _amplification(tally)
-            rows.append(tally.row(f"{name} {label}", start, f"{tally.checks} exact checks"))
+                what += "; amplification, keep probability, streaming ε"
+            rows.append(tally.row(f"{name} {label}", start, f"{tally.checks} exact checks: {what}"))
     return rows
 
 
