@@ -324,6 +324,7 @@ def test_verify_runs_every_registered_suite() -> None:
         "plans",
         "agreement",
         "golden",
+        "coverage",
         "audit",
         "audit-gaussian",
         "samplers",
