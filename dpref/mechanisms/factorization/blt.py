@@ -16,6 +16,7 @@ import numpy.typing as npt
 from dpref.domains import Domain
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms.base import (
+    EXACT,
     Example,
     OnlineCounter,
 )
@@ -89,6 +90,28 @@ def blt_polynomials(theta: Sequence[Any], omega: Sequence[Any]) -> tuple[list[An
         for j, v in enumerate(others):
             P[j + 1] += w * v
     return P, D
+
+
+def blt_column_sum(pairs: Sequence[tuple[Any, Any]], n: Any, number: Any) -> Any:
+    """``1 + Σ_{(w, t)} w(1 − t^n)/(1 − t)`` with ``n = T − 1``: S₁ of a BLT for the pairs
+    ``(ω_i, θ_i)``, S₂ for ``(ω_iω_j, θ_iθ_j)`` (a finite geometric sum per pair).
+
+    ``number`` turns each Fraction into the arithmetic used: Fractions (exact), mpmath
+    (the rigorous bound at large T) or sympy (the proofs, with symbolic n, θ, ω)."""
+    total = number(Fraction(1))
+    for w, t in pairs:
+        wn, tn = number(w), number(t)
+        total += wn * (1 - tn**n) / (1 - tn)
+    return total
+
+
+def blt_step(state: Sequence[Any], z: Any, theta: Sequence[Any], omega: Sequence[Any]) -> Any:
+    """One step of the buffer recursion: ``w = z − Σ_i ω_i s_i``, ``s_i ← θ_i s_i + w``;
+    returns ``(w, new state)``.  The batch (scalar and vectorised) and online releases all
+    step by it; ``w = C⁻¹z`` for ``c(x) = 1 + Σ_i ω_i x/(1 − θ_i x)`` (proofs/factorization.py
+    evaluates it on symbols to obtain its transfer function)."""
+    w = z - sum(map(mul, omega, state))
+    return w, [t * v + w for t, v in zip(theta, state, strict=True)]
 
 
 BLT_PRESETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -257,40 +280,35 @@ class BLT(ToeplitzFactorization):
     def decoder_exact(self, horizon: int) -> RationalGF:
         return self.decoder_gf()[1]
 
-    def s1(self, horizon: int) -> Fraction:
-        """``1 + Σ_i ω_i (1 − θ_i^{T−1})/(1 − θ_i)``: exact while :meth:`_sums_exact`,
-        else a rigorous upper bound (60-digit evaluation, widened, rounded up)."""
-        n = horizon - 1
-        if self._sums_exact(horizon):
-            return 1 + sum(
-                (w * (1 - t**n) / (1 - t) for t, w in zip(self.theta, self.omega, strict=True)),
-                Fraction(0),
-            )
-        return self._upper([(w, t) for t, w in zip(self.theta, self.omega, strict=True)], n)
+    def _pairs(self, power: int, number: Any = None) -> list[tuple[Any, Any]]:
+        """``(ω_i, θ_i)`` (power 1) or ``(ω_iω_j, θ_iθ_j)`` (power 2): the geometric terms of
+        S₁ and S₂ (``number`` converts θ and ω first: the proofs' sympy twin)."""
+        conv = (lambda v: v) if number is None else number
+        single = [(conv(w), conv(t)) for w, t in zip(self.omega, self.theta, strict=True)]
+        if power == 1:
+            return single
+        return [(wi * wj, ti * tj) for wi, ti in single for wj, tj in single]
 
-    def s2(self, horizon: int) -> Fraction:
-        """``1 + Σ_{i,j} ω_iω_j (1 − (θ_iθ_j)^{T−1})/(1 − θ_iθ_j)``: exact while
-        :meth:`_sums_exact`, else a rigorous upper bound."""
-        n = horizon - 1
-        pairs = [
-            (wi * wj, ti * tj)
-            for ti, wi in zip(self.theta, self.omega, strict=True)
-            for tj, wj in zip(self.theta, self.omega, strict=True)
-        ]
-        if self._sums_exact(horizon):
-            return 1 + sum((w * (1 - t**n) / (1 - t) for w, t in pairs), Fraction(0))
-        return self._upper(pairs, n)
+    def s1(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """:func:`blt_column_sum` of ``(ω_i, θ_i)``: ``1 + Σ_i ω_i (1 − θ_i^{T−1})/(1 − θ_i)``,
+        exact while :meth:`_sums_exact` (or for symbolic ``ops``), else the same function
+        evaluated at 60 digits, widened and rounded up (a rigorous upper bound)."""
+        return self._column_sum(1, horizon, ops)
 
-    @staticmethod
-    def _upper(pairs: list[tuple[Fraction, Fraction]], n: int) -> Fraction:
+    def s2(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """:func:`blt_column_sum` of ``(ω_iω_j, θ_iθ_j)``: ``Σ_{k<T} c_k²``, as :meth:`s1`."""
+        return self._column_sum(2, horizon, ops)
+
+    def _column_sum(self, power: int, horizon: Any, ops: Any) -> Any:
+        if ops is not EXACT:
+            return blt_column_sum(self._pairs(power, ops.number), horizon - 1, ops.number)
+        pairs = self._pairs(power)
+        if self._sums_exact(horizon):
+            return blt_column_sum(pairs, horizon - 1, ops.number)
         from dpref.rigorous import mp_context, mpf_fraction
 
         ctx = mp_context()
-        total = ctx.mpf(1)
-        for w, t in pairs:
-            tm = ctx.mpf(t.numerator) / t.denominator
-            wm = ctx.mpf(w.numerator) / w.denominator
-            total += wm * (1 - ctx.power(tm, n)) / (1 - tm)
+        total = blt_column_sum(pairs, horizon - 1, lambda f: ctx.mpf(f.numerator) / f.denominator)
         return _round_up(mpf_fraction(total) * (1 + Fraction(1, 10**40)))
 
     def _sums_exact(self, horizon: int) -> bool:
@@ -320,8 +338,7 @@ class BLT(ToeplitzFactorization):
             s = [0.0] * len(th)
             y = 0.0
             for z in noise.tolist():
-                w = z - sum(map(mul, om, s))
-                s = [t * v + w for t, v in zip(th, s)]  # noqa: B905 (equal lengths)
+                w, s = blt_step(s, z, th, om)
                 y += w
                 out_list.append(y)
             return np.array(out_list, dtype=np.float64)
@@ -330,12 +347,7 @@ class BLT(ToeplitzFactorization):
         acc = np.zeros(lead)
         out = np.empty(noise.shape, dtype=np.float64)
         for t in range(noise.shape[-1]):
-            w = noise[..., t].copy()
-            total = np.zeros(lead)
-            for o, st in zip(om, states, strict=True):
-                total = total + o * st
-            w = w - total
-            states = [th_i * st + w for th_i, st in zip(th, states, strict=True)]
+            w, states = blt_step(states, noise[..., t], th, om)
             acc = acc + w
             out[..., t] = acc
         return out
@@ -519,8 +531,6 @@ class _BLTOnline(OnlineCounter):
             z = self._standard() * self._scale_f
         else:
             z = self._noise(self._scale_f, self._scale)
-        s = self._s
-        w = z - sum(map(mul, self._omega, s))
-        self._s = [t * v + w for t, v in zip(self._theta, s)]  # noqa: B905 (equal lengths)
+        w, self._s = blt_step(self._s, z, self._theta, self._omega)
         self._y += w
         return self._count + self._y

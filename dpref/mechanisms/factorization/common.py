@@ -126,12 +126,14 @@ class ToeplitzFactorization(Mechanism):
         return None
 
     @abstractmethod
-    def s1(self, horizon: int) -> Fraction:
-        """``S₁(T) = Σ_{k<T} |c_k|`` (exact, or a rigorous upper bound at large T)."""
+    def s1(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """``S₁(T) = Σ_{k<T} |c_k|``, the L1 norm of column 1 (exact, or a rigorous upper
+        bound at large T); with symbolic ``ops`` (the proofs) its exact form at a symbolic T."""
 
     @abstractmethod
-    def s2(self, horizon: int) -> Fraction:
-        """``S₂(T) = Σ_{k<T} c_k²`` (exact, or a rigorous upper bound at large T)."""
+    def s2(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """``S₂(T) = Σ_{k<T} c_k²`` (exact, or a rigorous upper bound at large T; symbolic
+        ``ops`` as for :meth:`s1`)."""
 
     frontier_privacy = ("zcdp",)
     """Only in the Gaussian table (``dpref frontier --rho``): under Laplace noise a Toeplitz
@@ -148,16 +150,40 @@ class ToeplitzFactorization(Mechanism):
         assert self.horizon is not None
         return self.horizon
 
+    def laplace_scale(
+        self, horizon: Any, ops: Any = EXACT, *, epsilon: Any = None, sensitivity: Any = None
+    ) -> Any:
+        """``b = S₁Δ/ε``: the one formula of the Laplace node scale (:meth:`node_scale`,
+        :meth:`design_scale`, :meth:`nodes`, :meth:`budget_terms` and the plan all call it;
+        ε defaults to :attr:`design_epsilon`, Δ to the domain's; any may be a symbol)."""
+        eps = self.design_epsilon if epsilon is None else epsilon
+        delta = self.sensitivity if sensitivity is None else sensitivity
+        return self.s1(horizon, ops) * delta / eps
+
+    def gaussian_variance(
+        self, horizon: Any, ops: Any = EXACT, *, rho: Any = None, sensitivity: Any = None
+    ) -> Any:
+        """``σ² = S₂Δ²/(2ρ)``: the one formula of the Gaussian node variance
+        (:meth:`node_scale`, :meth:`gaussian_terms`, the plan and every draw)."""
+        r = self.rho if rho is None else rho
+        if r is None:
+            raise ParameterError(f"epsilon={self.epsilon}: a pure ε-DP mechanism has no ρ")
+        delta = self.sensitivity if sensitivity is None else sensitivity
+        return self.s2(horizon, ops) * delta**2 / (2 * r)
+
     def node_scale(self) -> Fraction:
-        """Laplace scale ``S₁Δ/ε``, or Gaussian variance ``S₂Δ²/(2ρ)``."""
+        """Laplace scale ``S₁Δ/ε`` (:meth:`laplace_scale`), or Gaussian variance
+        ``S₂Δ²/(2ρ)`` (:meth:`gaussian_variance`)."""
         T = self._t()
-        if self.rho is not None:
-            return self.s2(T) * self.sensitivity**2 / (2 * self.rho)
-        return self.s1(T) * self.sensitivity / self.design_epsilon
+        value: Fraction = (
+            self.gaussian_variance(T) if self.rho is not None else self.laplace_scale(T)
+        )
+        return value
 
     def design_scale(self) -> Fraction:
         """The Laplace scale ``S₁Δ/ε`` at :attr:`design_epsilon` (what :meth:`nodes` holds)."""
-        return self.s1(self._t()) * self.sensitivity / self.design_epsilon
+        value: Fraction = self.laplace_scale(self._t())
+        return value
 
     def unit_variance(self) -> Fraction:
         """The variance of every node's noise: ``2b²`` (Laplace) or ``σ²`` (Gaussian)."""
@@ -178,16 +204,32 @@ class ToeplitzFactorization(Mechanism):
         return self._noise_float()
 
     def _noise_float(self) -> float:
+        """The float every draw is multiplied by: :meth:`node_scale` rounded up (``b`` by
+        ``ceil_float``, ``σ = √σ²`` by ``ceil_sqrt_float``: ``σ_float² ≥ σ²``)."""
         s = self.node_scale()
         return ceil_sqrt_float(s) if self.gaussian else ceil_float(s)
 
     def budget_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
-        """Item 1 lies in every node; its column's L1 norm is S₁, each node's scale
-        ``S₁Δ/ε``: ``S₁·Δ/(S₁Δ/ε) = ε`` (``column_l1`` may be a symbol)."""
+        """Item 1 lies in every node, with weights ``c_0 … c_{T−1}``: membership (weight)
+        ``S₁``, each node of scale :meth:`laplace_scale`, so the sum is
+        ``S₁·Δ/(S₁Δ/ε) = ε``.  ``horizon``, ``epsilon``, ``sensitivity`` may be symbols;
+        S₁ is always the class's own :meth:`s1` (proofs/factorization.py proves it is
+        ``Σ_{k<T} |c_k|`` of the code's coefficients)."""
+        T = s.get("horizon", self._t())
         eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
-        s1 = s.get("column_l1", self.s1(s.get("horizon", self._t())))
-        return [BudgetTerm("column", s1, s1 * delta / eps)]
+        scale = self.laplace_scale(T, ops, epsilon=eps, sensitivity=delta)
+        return [BudgetTerm("column", self.s1(T, ops), scale)]
+
+    def gaussian_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
+        """The Gaussian twin of :meth:`budget_terms`: membership ``S₂`` (the squared weights
+        of item 1) and, as ``scale``, the node variance :meth:`gaussian_variance`; the L2
+        sum is ``S₂Δ²/σ² = 2ρ``."""
+        T = s.get("horizon", self._t())
+        rho = s.get("rho", self.rho)
+        delta = s.get("sensitivity", self.sensitivity)
+        variance = self.gaussian_variance(T, ops, rho=rho, sensitivity=delta)
+        return [BudgetTerm("column", self.s2(T, ops), variance)]
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
         """ε exactly (2ρ for Gaussian noise) when S₁ (S₂) is exact at this T."""

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.mechanisms.base import (
+    EXACT,
     Example,
     OnlineCounter,
 )
@@ -39,60 +40,104 @@ _BLOCK = 256
 """Steps per block of :meth:`SqrtFactorization.variance_upper` (see there)."""
 
 
+def sqrt_ratio(k: Any) -> tuple[Any, Any]:
+    """``c_k/c_{k−1} = (2k−1)/(2k)`` as ``(numerator, denominator)``, for k ≥ 1.
+
+    The one definition of the coefficients: the exact sequence (:func:`sqrt_coefficients`),
+    the float ones (batch FFT, online blocks, :meth:`SqrtFactorization.variance_upper`)
+    and the exact S₂ (:func:`_split_leaf`) all step by it.  Generic: ``k`` may be an int,
+    a float array or a sympy symbol (proofs/factorization.py evaluates it symbolically)."""
+    return 2 * k - 1, 2 * k
+
+
 def sqrt_coefficients(horizon: int) -> ScaledSeq:
-    """``c_k = binom(2k, k)/4^k`` for k < T, exactly, as ``binom(2k,k)/4^k`` (base 4)."""
+    """``c_k = binom(2k, k)/4^k`` for k < T, exactly, as ``binom(2k,k)/4^k`` (base 4): the
+    numerators step by ``N_k = N_{k−1}·4p/q`` with ``p/q`` = :func:`sqrt_ratio` (an exact
+    integer division: the quotient is ``binom(2k, k)``)."""
     nums = [1]
     b = 1
     for k in range(1, horizon):
-        b = b * (2 * k) * (2 * k - 1) // (k * k)
+        p, q = sqrt_ratio(k)
+        b = b * 4 * p // q
         nums.append(b)
     return ScaledSeq(tuple(nums), 1, 4)
 
 
 def _sqrt_float_coefficients(horizon: int) -> FloatArray:
-    """c_k as floats: ``cumprod((2k−1)/(2k))`` (noise only: not privacy-critical)."""
-    k = np.arange(1, horizon, dtype=np.float64)
+    """c_k as floats: the cumulative product of :func:`sqrt_ratio` (noise only: not
+    privacy-critical)."""
+    p, q = sqrt_ratio(np.arange(1, horizon, dtype=np.float64))
     out = np.empty(horizon, dtype=np.float64)
     out[0] = 1.0
-    np.cumprod((2 * k - 1) / (2 * k), out=out[1:])
+    np.cumprod(p / q, out=out[1:])
     return out
+
+
+def sqrt_s1_closed(horizon: Any, ops: Any = EXACT, binomial: Any = math.comb) -> Any:
+    """``S₁(T) = Σ_{k<T} c_k = (2T−1)·binom(2T−2, T−1)/4^{T−1}``, exactly (n = T − 1).
+
+    Generic over ``ops`` (:data:`~dpref.mechanisms.base.EXACT`: Fractions; the proofs'
+    sympy twin with ``binomial=sympy.binomial``: a symbolic T)."""
+    n = horizon - 1
+    return (2 * n + 1) * binomial(2 * n, n) * ops.number(Fraction(1, 4)) ** n
+
+
+def sqrt_s1_bound(n: Any, ns: Any) -> Any:
+    """``(2n+1)/√(π(n+1/4))`` ≥ ``S₁(n+1)`` (``c_n² < 1/(π(n+1/4))``): evaluated with an
+    mpmath context ``ns`` by :func:`sqrt_s1`, and with sympy by the proofs."""
+    return (2 * n + 1) / ns.sqrt(ns.pi * (ns.mpf(n) + ns.mpf(1) / 4))
 
 
 @lru_cache(maxsize=32)
 def sqrt_s1(horizon: int) -> Fraction:
-    """``S₁(T) = Σ_{k<T} c_k``: exactly ``(2T−1)·binom(2T−2, T−1)/4^{T−1}`` up to
-    :data:`SQRT_EXACT_S1`, else the rigorous upper bound ``(2n+1)/√(π(n+1/4))`` (n = T−1;
-    ``c_n ≤ 1/√(π(n+1/4))``, proofs/factorization.py) rounded up."""
-    n = horizon - 1
+    """``S₁(T) = Σ_{k<T} c_k``: exactly :func:`sqrt_s1_closed` up to :data:`SQRT_EXACT_S1`,
+    else the rigorous upper bound :func:`sqrt_s1_bound` (n = T−1) evaluated at 60 digits,
+    widened by a relative 10⁻⁴⁰ and rounded up."""
     if horizon <= SQRT_EXACT_S1:
-        return Fraction((2 * n + 1) * math.comb(2 * n, n), 4**n)
+        value: Fraction = sqrt_s1_closed(horizon)
+        return value
     from dpref.rigorous import mp_context, mpf_fraction
 
     ctx = mp_context()
-    value = (2 * n + 1) / ctx.sqrt(ctx.pi * (ctx.mpf(n) + ctx.mpf(1) / 4))
-    return _round_up(mpf_fraction(value) * (1 + Fraction(1, 10**40)))
+    return _round_up(mpf_fraction(sqrt_s1_bound(horizon - 1, ctx)) * (1 + Fraction(1, 10**40)))
 
 
 @lru_cache(maxsize=32)
 def sqrt_s2(horizon: int) -> Fraction:
-    """``S₂(T) = Σ_{k<T} c_k²``: exact up to :data:`SQRT_EXACT_S2` (integer Horner sum),
+    """``S₂(T) = Σ_{k<T} c_k²``: exact up to :data:`SQRT_EXACT_S2` (binary splitting),
     else :func:`sqrt_s2_upper`."""
     if horizon <= SQRT_EXACT_S2:
         return _sqrt_s2_exact(horizon)
     return sqrt_s2_upper(horizon)
 
 
-def _split_sum(a: int, b: int) -> tuple[int, int, int]:
-    """Binary splitting of ``Σ_{k=a}^{b−1} Π_{j=a}^{k} p_j/q_j`` with ``p_j = (2j−1)²``,
-    ``q_j = (2j)²`` (the ratio ``c_j²/c_{j−1}²``): ``(P, Q, R)`` with the sum ``R/Q`` and
-    ``P/Q`` the whole product."""
-    if b - a == 1:
-        p, q = (2 * a - 1) ** 2, (2 * a) ** 2
-        return p, q, p
-    m = (a + b) // 2
-    p1, q1, r1 = _split_sum(a, m)
-    p2, q2, r2 = _split_sum(m, b)
+def _split_leaf(a: Any) -> tuple[Any, Any, Any]:
+    """The leaf ``[a, a+1)`` of :func:`_split_sum`: ``(p_a, q_a, p_a)`` with
+    ``p_a/q_a = c_a²/c_{a−1}²`` (:func:`sqrt_ratio` squared)."""
+    p, q = sqrt_ratio(a)
+    return p * p, q * q, p * p
+
+
+def _split_merge(left: tuple[Any, Any, Any], right: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+    """Join ``[a, m)`` and ``[m, b)``: ``(P₁P₂, Q₁Q₂, R₁Q₂ + P₁R₂)``."""
+    p1, q1, r1 = left
+    p2, q2, r2 = right
     return p1 * p2, q1 * q2, r1 * q2 + p1 * r2
+
+
+def _split_mid(a: Any, b: Any) -> Any:
+    """The split point ``⌊(a+b)/2⌋`` of :func:`_split_sum` (a shift: ints and z3 alike)."""
+    return (a + b) >> 1
+
+
+def _split_sum(a: int, b: int) -> tuple[int, int, int]:
+    """Binary splitting of ``Σ_{k=a}^{b−1} Π_{j=a}^{k} p_j/q_j`` with ``p_j/q_j`` the ratio
+    ``c_j²/c_{j−1}²``: ``(P, Q, R)`` with the sum ``R/Q`` and ``P/Q`` the whole product
+    (proofs/factorization.py proves the leaf, the merge and the split point)."""
+    if b - a == 1:
+        return _split_leaf(a)
+    m = _split_mid(a, b)
+    return _split_merge(_split_sum(a, m), _split_sum(m, b))
 
 
 def _sqrt_s2_exact(horizon: int) -> Fraction:
@@ -108,10 +153,17 @@ def _sqrt_s2_exact(horizon: int) -> Fraction:
     return Fraction(num, top)
 
 
+def sqrt_s2_tail(horizon: Any, start: Any, ns: Any) -> Any:
+    """``(1/π)·ln((4T−3)/(4K−3))`` ≥ ``Σ_{k=K}^{T−1} c_k²`` (K = ``start``): evaluated with
+    an mpmath context by :func:`sqrt_s2_upper`, and with sympy by the proofs."""
+    four = ns.mpf(4)
+    return ns.log((ns.mpf(horizon) * four - 3) / (ns.mpf(start) * four - 3)) / ns.pi
+
+
 def sqrt_s2_upper(horizon: int) -> Fraction:
     """A rigorous upper bound on ``S₂(T)`` for T > :data:`SQRT_EXACT_S2`.
 
-    ``S₂(K)`` exactly (K = :data:`SQRT_EXACT_S2`) plus the tail bound
+    ``S₂(K)`` exactly (K = :data:`SQRT_EXACT_S2`) plus the tail bound :func:`sqrt_s2_tail`,
     ``Σ_{k=K}^{T−1} c_k² < (1/π)·Σ 1/(k+1/4) ≤ (1/π)·ln((T−3/4)/(K−3/4))``: ``c_k²(k+1/4)``
     increases to 1/π (proofs/factorization.py), and ``1/(x+1/4)`` is decreasing, so each
     term is at most its integral over ``[k−1, k]``.  Evaluated at 60 digits, widened by a
@@ -122,9 +174,7 @@ def sqrt_s2_upper(horizon: int) -> Fraction:
 
     K = SQRT_EXACT_S2
     head = sqrt_s2(K)
-    ctx = mp_context()
-    q = ctx.mpf(4)
-    tail = ctx.log((ctx.mpf(horizon) * q - 3) / (ctx.mpf(K) * q - 3)) / ctx.pi
+    tail = sqrt_s2_tail(horizon, K, mp_context())
     return _round_up(head + mpf_fraction(tail) * (1 + Fraction(1, 10**40)))
 
 
@@ -172,11 +222,20 @@ class SqrtFactorization(ToeplitzFactorization):
     def decoder_exact(self, horizon: int) -> ScaledSeq:
         return sqrt_coefficients(horizon)
 
-    def s1(self, horizon: int) -> Fraction:
-        return sqrt_s1(horizon)
+    def s1(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """:func:`sqrt_s1` (exact up to :data:`SQRT_EXACT_S1`, else a rigorous bound); with
+        symbolic ``ops`` (the proofs), the exact :func:`sqrt_s1_closed` at a symbolic T."""
+        if ops is EXACT:
+            return sqrt_s1(horizon)
+        return sqrt_s1_closed(horizon, ops, ops.binomial)
 
-    def s2(self, horizon: int) -> Fraction:
-        return sqrt_s2(horizon)
+    def s2(self, horizon: Any, ops: Any = EXACT) -> Any:
+        """:func:`sqrt_s2` (exact up to :data:`SQRT_EXACT_S2`, else a rigorous bound); with
+        symbolic ``ops``, ``Σ_{k<T} c_k²`` of the coefficients :func:`sqrt_ratio` steps to
+        (``ops.coefficient_square_sum``: the proofs prove the binary splitting equals it)."""
+        if ops is EXACT:
+            return sqrt_s2(horizon)
+        return ops.coefficient_square_sum(sqrt_ratio, horizon)
 
     def _s1_exact(self, horizon: int) -> bool:
         return horizon <= SQRT_EXACT_S1
@@ -223,7 +282,8 @@ class SqrtFactorization(ToeplitzFactorization):
             k = np.arange(start + 1, stop, dtype=np.float64)
             c[start] = first
             if stop > start + 1:
-                c[start + 1 : stop] = first * np.cumprod((2 * k - 1) / (2 * k))
+                p, q = sqrt_ratio(k)
+                c[start + 1 : stop] = first * np.cumprod(p / q)
         sq = c * c
         sums = np.empty(T, dtype=np.float64)
         blocks: list[float] = []
