@@ -85,20 +85,6 @@ import sympy as sp
 from dpref.mechanisms import BLT
 from dpref.mechanisms.factorization import blt as blt_module
 from dpref.mechanisms.factorization import sqrt as sqrt_module
-from dpref.mechanisms.factorization.blt import blt_column_sum, blt_polynomials, blt_step
-from dpref.mechanisms.factorization.sqrt import (
-    _split_leaf,
-    _split_merge,
-    _split_mid,
-    _sqrt_s2_exact,
-    sqrt_coefficients,
-    sqrt_ratio,
-    sqrt_s1,
-    sqrt_s1_bound,
-    sqrt_s1_closed,
-    sqrt_s2,
-    sqrt_s2_tail,
-)
 from dpref.strategy import dense_from_toeplitz
 from proofs.core import (
     ClaimResult,
@@ -108,7 +94,6 @@ from proofs.core import (
     SymbolicOps,
     T,
     about_code,
-    check_identity,
     check_sign,
     checked,
     eps,
@@ -160,6 +145,21 @@ _c = sp.Symbol("c", positive=True)
 _rho = sp.Symbol("ρ", positive=True)
 
 
+def _identity(lhs: Any, rhs: Any, what: str) -> None:
+    """``lhs = rhs``: ``expand(lhs − rhs) == 0``, else ``simplify`` for small expressions;
+    failing fast (no counterexample search: the expressions here carry up to 256 terms of
+    symbolic buffers, on which a failed ``simplify`` can run for minutes)."""
+    diff = sp.expand(sp.sympify(lhs) - sp.sympify(rhs))
+    if diff != 0 and sp.count_ops(diff) <= _SIMPLIFY_OPS:
+        diff = sp.simplify(diff)
+    if diff != 0:
+        raise ProofFailure(f"{what}: does not hold (difference {str(diff)[:200]})")
+
+
+_SIMPLIFY_OPS = 200
+"""Largest expression (sympy operation count) :func:`_identity` hands to ``simplify``."""
+
+
 def _central(k: Any) -> Any:
     """``binom(2k, k)/4^k``: the coefficients of ``(1−x)^{−1/2}`` (the independent side)."""
     return sp.binomial(2 * k, k) / 4**k
@@ -168,9 +168,9 @@ def _central(k: Any) -> Any:
 def _coefficient_steps() -> list[str]:
     """The code's coefficient step :func:`sqrt_ratio` is the ratio of ``binom(2k,k)/4^k``,
     and its integer form (``N_k = N_{k−1}·4p//q``) divides exactly."""
-    p, q = sqrt_ratio(_k)
-    check_identity(sp.combsimp(_central(_k) / _central(_k - 1)), p / q, "sqrt_ratio(k)")
-    check_identity(
+    p, q = sqrt_module.sqrt_ratio(_k)
+    _identity(sp.combsimp(_central(_k) / _central(_k - 1)), p / q, "sqrt_ratio(k)")
+    _identity(
         sp.combsimp(4 * sp.binomial(2 * _k - 2, _k - 1) * p / q),
         sp.binomial(2 * _k, _k),
         "4·binom(2k−2, k−1)·p/q = binom(2k, k) (the // is exact)",
@@ -185,16 +185,21 @@ def _sqrt_coefficients(cls: type[Any]) -> Outcome:
         if seq.fractions() != [1, Fraction(1, 2), Fraction(3, 8)]:
             raise ProofFailure(f"{cls.__name__}.{what}_exact(3) = {seq.fractions()}")
     # f = (1−x)^{−1/2} solves 2(1−x)f' = f: coefficients 2(k+1)a_{k+1} = (2k+1)a_k, which
-    # is the code's step (k+1 ↦ sqrt_ratio(k+1))
+    # is the code's step (k+1 ↦ sqrt_module.sqrt_ratio(k+1))
     f = (1 - _x) ** sp.Rational(-1, 2)
-    check_identity(2 * (1 - _x) * sp.diff(f, _x), f, "2(1−x)f' = f")
-    p, q = sqrt_ratio(_n + 1)
-    check_identity(2 * (_n + 1) * _c * p / q - (2 * _n + 1) * _c, 0, "coefficient recurrence")
-    check_identity(f * f, 1 / (1 - _x), "((1−x)^{−1/2})²")
+    _identity(2 * (1 - _x) * sp.diff(f, _x), f, "2(1−x)f' = f")
+    p, q = sqrt_module.sqrt_ratio(_n + 1)
+    _identity(2 * (_n + 1) * _c * p / q - (2 * _n + 1) * _c, 0, "coefficient recurrence")
+    _identity(f * f, 1 / (1 - _x), "((1−x)^{−1/2})²")
     return about_code(
         "the code's c_k are binom(2k,k)/4^k, the coefficients of (1−x)^{−1/2}, for every k; "
         "C = B and c(x)² = 1/(1−x), so C·C = Q for every T",
-        evaluates=[sqrt_ratio, sqrt_coefficients, cls.strategy_exact, cls.decoder_exact],
+        evaluates=[
+            sqrt_module.sqrt_ratio,
+            sqrt_module.sqrt_coefficients,
+            cls.strategy_exact,
+            cls.decoder_exact,
+        ],
         detail="induction on k: the class's c_0 = 1 (strategy and decoder), each step "
         "sqrt_ratio(k) (symbolic k) is binom(2k,k)/4^k ÷ binom(2k−2,k−1)/4^(k−1) and the "
         "recurrence of (1−x)^{−1/2} (2(1−x)f' = f); the integer step divides exactly",
@@ -215,9 +220,11 @@ def _columns() -> Outcome:
 def _wallis_steps() -> str:
     """``a_k = c_k²(k+1/4)`` increases strictly (to 1/π), so ``c_k² < 1/(π(k+1/4))``."""
     diff = sp.expand((2 * _n + 1) ** 2 * (4 * _n + 5) - (2 * _n + 2) ** 2 * (4 * _n + 1))
-    check_identity(diff, 1, "(2k+1)²(4k+5) − (2k+2)²(4k+1)")
-    p, q = sqrt_ratio(_n + 1)  # a_{k+1}/a_k = (p/q)²·(4k+5)/(4k+1), with the code's ratio
-    check_identity(
+    _identity(diff, 1, "(2k+1)²(4k+5) − (2k+2)²(4k+1)")
+    p, q = sqrt_module.sqrt_ratio(
+        _n + 1
+    )  # a_{k+1}/a_k = (p/q)²·(4k+5)/(4k+1), with the code's ratio
+    _identity(
         (p / q) ** 2 * (4 * _n + 5) / (4 * _n + 1) - 1,
         diff / ((2 * _n + 2) ** 2 * (4 * _n + 1)),
         "a_{k+1}/a_k − 1",
@@ -233,33 +240,37 @@ def _sqrt_budget(cls: type[Any]) -> Outcome:
     _coefficient_steps()
     # S₁ of the class, at a symbolic T: Σ_{k<T} c_k by induction on T
     s1 = partial(m.s1, ops=OPS)
-    check_identity(s1(1), 1, "S₁(1) = c_0")
-    check_identity(sp.combsimp(s1(T + 1) - s1(T)), _central(T), "S₁(T+1) − S₁(T) = c_T")
+    _identity(s1(1), 1, "S₁(1) = c_0")
+    _identity(sp.combsimp(s1(T + 1) - s1(T)), _central(T), "S₁(T+1) − S₁(T) = c_T")
     terms = m.budget_terms(OPS, horizon=T, epsilon=eps, sensitivity=Delta)
     if len(terms) != 1:
         raise ProofFailure(f"{m!r}: {len(terms)} budget terms, expected the column of item 1")
     term = terms[0]
-    check_identity(term.membership, s1(T), "membership = Σ_{k<T} c_k (item 1's weights)")
-    check_identity(s1(T) * Delta / term.scale, eps, "L1 sum Σ_k c_kΔ/b")
+    _identity(term.membership, s1(T), "membership = Σ_{k<T} c_k (item 1's weights)")
+    _identity(s1(T) * Delta / term.scale, eps, "L1 sum Σ_k c_kΔ/b")
     # above the switch point: the bound the code evaluates, at a symbolic n = T − 1
     wallis = _wallis_steps()
-    bound = sqrt_s1_bound(T - 1, MP)
-    check_identity(bound**2 * sp.pi * (T - sp.Rational(3, 4)), (2 * T - 1) ** 2, "bound²")
-    check_identity(
-        sp.combsimp(s1(T) / _central(T - 1)), 2 * T - 1, "S₁(T) = (2T−1)c_{T−1} (< bound)"
-    )
+    bound = sqrt_module.sqrt_s1_bound(T - 1, MP)
+    _identity(bound**2 * sp.pi * (T - sp.Rational(3, 4)), (2 * T - 1) ** 2, "bound²")
+    _identity(sp.combsimp(s1(T) / _central(T - 1)), 2 * T - 1, "S₁(T) = (2T−1)c_{T−1} (< bound)")
     switch = sqrt_module.SQRT_EXACT_S1
-    if sqrt_s1(switch) != sqrt_s1_closed(switch):
+    if sqrt_module.sqrt_s1(switch) != sqrt_module.sqrt_s1_closed(switch):
         raise ProofFailure(f"sqrt_s1({switch}) is not the exact closed form")
     above = switch + 1
-    exact_above = sqrt_s1_closed(above)
-    if not exact_above <= sqrt_s1(above) <= exact_above * (1 + Fraction(1, 10**4)):
+    exact_above = sqrt_module.sqrt_s1_closed(above)
+    if not exact_above <= sqrt_module.sqrt_s1(above) <= exact_above * (1 + Fraction(1, 10**4)):
         raise ProofFailure(f"sqrt_s1({above}) is not a tight upper bound of S₁")
     if not m.node_scale() == m.design_scale() == m.budget_terms()[0].scale:
         raise ProofFailure(f"{m!r}: node_scale, design_scale and budget_terms disagree")
     return about_code(
         "L1 sum = S₁Δ/b = ε for every T ≤ 2¹⁶ (S₁ exact), ≤ ε above (S₁ a rigorous bound)",
-        evaluates=[cls.budget_terms, cls.laplace_scale, cls.s1, sqrt_s1_closed, sqrt_s1_bound],
+        evaluates=[
+            cls.budget_terms,
+            cls.laplace_scale,
+            cls.s1,
+            sqrt_module.sqrt_s1_closed,
+            sqrt_module.sqrt_s1_bound,
+        ],
         detail="the class's s1 at a symbolic T is Σ_{k<T} binom(2k,k)/4^k (induction: S₁(1) = 1, "
         "step c_T) and budget_terms' membership and scale (laplace_scale) give L1 = ε for "
         f"symbolic T, ε, Δ; T > {switch}: sqrt_s1_bound at a symbolic n = (2n+1)/√(π(n+1/4)) "
@@ -276,17 +287,17 @@ def _split_steps() -> str:
     from proofs.smt import Z3Ops, prove_smt
 
     a = sp.Symbol("a", integer=True, positive=True)
-    p, q, r = _split_leaf(a)
-    ratio = sp.Rational(1, 1) * sqrt_ratio(a)[0] / sqrt_ratio(a)[1]
-    check_identity(p / q, ratio**2, "leaf product P/Q = (c_a/c_{a−1})²")
-    check_identity(r / q, ratio**2, "leaf sum R/Q = its one term")
+    p, q, r = sqrt_module._split_leaf(a)
+    ratio = sp.Rational(1, 1) * sqrt_module.sqrt_ratio(a)[0] / sqrt_module.sqrt_ratio(a)[1]
+    _identity(p / q, ratio**2, "leaf product P/Q = (c_a/c_{a−1})²")
+    _identity(r / q, ratio**2, "leaf sum R/Q = its one term")
     p1, q1, r1, p2, q2, r2 = sp.symbols("P_1 Q_1 R_1 P_2 Q_2 R_2", positive=True)
-    pm, qm, rm = _split_merge((p1, q1, r1), (p2, q2, r2))
-    check_identity(pm / qm, (p1 / q1) * (p2 / q2), "merged product")
-    check_identity(rm / qm, r1 / q1 + (p1 / q1) * (r2 / q2), "merged sum")
+    pm, qm, rm = sqrt_module._split_merge((p1, q1, r1), (p2, q2, r2))
+    _identity(pm / qm, (p1 / q1) * (p2 / q2), "merged product")
+    _identity(rm / qm, r1 / q1 + (p1 / q1) * (r2 / q2), "merged sum")
     ops = Z3Ops()
     lo, hi = ops.var("a"), ops.var("b")
-    mid = _split_mid(lo, hi)
+    mid = sqrt_module._split_mid(lo, hi)
     how = prove_smt(
         ops.z3.And(ops.lt(lo, mid), ops.lt(mid, hi)),
         "a < ⌊(a+b)/2⌋ < b",
@@ -306,26 +317,26 @@ def _sqrt_zcdp(cls: type[Any]) -> Outcome:
     terms = m.gaussian_terms(OPS, horizon=T, rho=_rho, sensitivity=Delta)
     if len(terms) != 1:
         raise ProofFailure(f"{m!r}: {len(terms)} Gaussian terms, expected one column")
-    s2 = OPS.coefficient_square_sum(sqrt_ratio, T)
-    check_identity(terms[0].membership, s2, "membership = Σ_{k<T} c_k² (item 1's weights²)")
-    check_identity(s2 * Delta**2 / terms[0].scale, 2 * _rho, "L2 sum Σ_k c_k²Δ²/σ²")
+    s2 = OPS.coefficient_square_sum(sqrt_module.sqrt_ratio, T)
+    _identity(terms[0].membership, s2, "membership = Σ_{k<T} c_k² (item 1's weights²)")
+    _identity(s2 * Delta**2 / terms[0].scale, 2 * _rho, "L2 sum Σ_k c_k²Δ²/σ²")
     # above the switch: S₂(K) + the code's tail ≥ S₂(T)
     K = sqrt_module.SQRT_EXACT_S2
     wallis = _wallis_steps()
-    tail = partial(sqrt_s2_tail, start=sp.Integer(K), ns=MP)
-    check_identity(tail(sp.Integer(K)), 0, "tail(K) = 0")
+    tail = partial(sqrt_module.sqrt_s2_tail, start=sp.Integer(K), ns=MP)
+    _identity(tail(sp.Integer(K)), 0, "tail(K) = 0")
     step = sp.expand_log(tail(T + 1) - tail(T), force=True)
-    check_identity(step, sp.log((4 * T + 1) / (4 * T - 3)) / sp.pi, "tail step")
+    _identity(step, sp.log((4 * T + 1) / (4 * T - 3)) / sp.pi, "tail step")
     u = sp.Symbol("u", nonnegative=True)  # ln(1+u) ≥ u/(1+u): 0 at u = 0, derivative ≥ 0
     g = sp.log(1 + u) - u / (1 + u)
-    check_identity(g.subs(u, 0), 0, "g(0)")
+    _identity(g.subs(u, 0), 0, "g(0)")
     check_sign(sp.diff(g, u), "nonnegative", "g'(u) = u/(1+u)²")
     uu = 4 / (4 * T - 3)
-    check_identity(1 + uu, (4 * T + 1) / (4 * T - 3), "1 + u")
-    check_identity(uu / (1 + uu), 1 / (T + sp.Rational(1, 4)), "u/(1+u)")
+    _identity(1 + uu, (4 * T + 1) / (4 * T - 3), "1 + u")
+    _identity(uu / (1 + uu), 1 / (T + sp.Rational(1, 4)), "u/(1+u)")
     for horizon in (K, K + 1, 2 * K):
-        exact = _sqrt_s2_exact(horizon)
-        got = sqrt_s2(horizon)
+        exact = sqrt_module._sqrt_s2_exact(horizon)
+        got = sqrt_module.sqrt_s2(horizon)
         if (horizon == K and got != exact) or not exact <= got <= exact * (1 + Fraction(1, 10**4)):
             raise ProofFailure(f"sqrt_s2({horizon}) = {got} vs exact {exact}")
     if m.node_scale() != m.gaussian_terms()[0].scale or m.unit_variance() != m.node_scale():
@@ -337,10 +348,10 @@ def _sqrt_zcdp(cls: type[Any]) -> Outcome:
         evaluates=[
             cls.gaussian_terms,
             cls.gaussian_variance,
-            _split_leaf,
-            _split_merge,
-            _split_mid,
-            sqrt_s2_tail,
+            sqrt_module._split_leaf,
+            sqrt_module._split_merge,
+            sqrt_module._split_mid,
+            sqrt_module.sqrt_s2_tail,
         ],
         detail=f"{split}, so _sqrt_s2_exact(T) = 1 + Σ_{{k=1}}^{{T−1}} c_k² for every T; the "
         "class's gaussian_terms at symbolic T, ρ, Δ give L2 = 2ρ; above "
@@ -359,12 +370,12 @@ def _blt_validity() -> Outcome:
     for d in (1, 2, 3):
         thetas = sp.symbols(f"t1:{d + 1}", positive=True)
         omegas = sp.symbols(f"w1:{d + 1}", positive=True)
-        P, D = blt_polynomials(thetas, omegas)
+        P, D = blt_module.blt_polynomials(thetas, omegas)
         p_x = sum(sp.sympify(v) * _x**j for j, v in enumerate(P))
         d_x = sum(sp.sympify(v) * _x**j for j, v in enumerate(D))
         c_x = 1 + sum(w * _x / (1 - t * _x) for t, w in zip(thetas, omegas, strict=True))
-        check_identity(p_x, d_x * c_x, f"P = D·c with {d} buffers")
-        check_identity((d_x / ((1 - _x) * p_x)) * (p_x / d_x), 1 / (1 - _x), "b(x)c(x) = 1/(1−x)")
+        _identity(p_x, d_x * c_x, f"P = D·c with {d} buffers")
+        _identity((d_x / ((1 - _x) * p_x)) * (p_x / d_x), 1 / (1 - _x), "b(x)c(x) = 1/(1−x)")
     return checked(
         "d",
         3,
@@ -395,15 +406,15 @@ def _blt_release(cls: type[Any]) -> Outcome:
     W = sp.Symbol("W")
     states = [W / (1 - t * _x) for t in proxy.theta]
     c_x = 1 + sum(w * _x / (1 - t * _x) for t, w in zip(proxy.theta, proxy.omega, strict=True))
-    w_out, new = blt_step([_x * s for s in states], W * c_x, proxy.theta, proxy.omega)
-    check_identity(sp.expand(w_out - W), 0, "w = W when z = c(x)·W")
+    w_out, new = blt_module.blt_step([_x * s for s in states], W * c_x, proxy.theta, proxy.omega)
+    _identity(sp.expand(w_out - W), 0, "w = W when z = c(x)·W")
     for i, (got, want) in enumerate(zip(new, states, strict=True)):
         if sp.cancel(got - want) != 0:
             raise ProofFailure(f"buffer {i + 1}: s_i ≠ W/(1 − θ_i x)")
     return about_code(
         "the release's buffer recursion computes w = C⁻¹z for c(x) = 1 + Σ_i ω_i x/(1−θ_i x), "
         "so out = Qx + QC⁻¹z = B(Cx + z) with B = QC⁻¹, for every T and every θ, ω (d ≤ 16)",
-        evaluates=[blt_step],
+        evaluates=[blt_module.blt_step],
         detail=f"blt_step evaluated on {SYMBOLIC_BUFFERS} symbolic buffers with the previous "
         "state x·S_i(x) (generating functions): its fixed point is S_i = W/(1−θ_i x) and "
         "Z = c(x)·W; fewer buffers are ω_j = 0; combine (batch, vectorised) and the online "
@@ -415,25 +426,25 @@ def _blt_budget(cls: type[Any]) -> Outcome:
     m = cls(epsilon=1, horizon=16)
     proxy = _symbolic_blt(m)
     w, t = sp.symbols("w t", positive=True)
-    one = blt_column_sum([(w, t)], T - 1, OPS.number) - 1
-    check_identity(one.subs(T, 1), 0, "one pair at T = 1")
-    check_identity(sp.simplify(one.subs(T, T + 1) - one - w * t ** (T - 1)), 0, "one pair's step")
+    one = blt_module.blt_column_sum([(w, t)], T - 1, OPS.number) - 1
+    _identity(one.subs(T, 1), 0, "one pair at T = 1")
+    _identity(sp.simplify(one.subs(T, T + 1) - one - w * t ** (T - 1)), 0, "one pair's step")
     for power, fn in ((1, proxy.s1), (2, proxy.s2)):
         pairs = proxy._pairs(power, OPS.number)
         termwise = 1 + sum((one.xreplace({w: a, t: b}) for a, b in pairs), sp.Integer(0))
-        check_identity(sp.expand(fn(T, OPS) - termwise), 0, f"S{power} is a sum over pairs")
+        _identity(sp.expand(fn(T, OPS) - termwise), 0, f"S{power} is a sum over pairs")
         step = sum((a * b ** (T - 1) for a, b in pairs), sp.Integer(0))
-        check_identity(
+        _identity(
             sp.expand(step - _blt_coefficient(proxy, T) ** power), 0, f"S{power} step = c_T^{power}"
         )
     terms = m.budget_terms(OPS, horizon=T, epsilon=eps, sensitivity=Delta)
     s1 = m.s1(T, OPS)
-    check_identity(terms[0].membership, s1, "membership = S₁")
-    check_identity(s1 * Delta / terms[0].scale, eps, "L1 sum S₁Δ/b")
+    _identity(terms[0].membership, s1, "membership = S₁")
+    _identity(s1 * Delta / terms[0].scale, eps, "L1 sum S₁Δ/b")
     g = m.gaussian_terms(OPS, horizon=T, rho=_rho, sensitivity=Delta)
     s2 = m.s2(T, OPS)
-    check_identity(g[0].membership, s2, "Gaussian membership = S₂")
-    check_identity(s2 * Delta**2 / g[0].scale, 2 * _rho, "L2 sum S₂Δ²/σ²")
+    _identity(g[0].membership, s2, "Gaussian membership = S₂")
+    _identity(s2 * Delta**2 / g[0].scale, 2 * _rho, "L2 sum S₂Δ²/σ²")
     one_buffer = cls(epsilon=1, horizon=16, theta="1/2", omega="1/2")
     switch = blt_module.BLT_EXACT_BITS // 4  # θ = 1/2: 2·2 bits per power of θ_iθ_j
     if not one_buffer._sums_exact(switch) or one_buffer._sums_exact(switch + 1):
@@ -441,13 +452,13 @@ def _blt_budget(cls: type[Any]) -> Outcome:
     for horizon in (switch, switch + 1):
         for exact, upper in ((one_buffer.s1, 1), (one_buffer.s2, 2)):
             got = exact(horizon)
-            want = blt_column_sum(one_buffer._pairs(upper), horizon - 1, lambda v: v)
+            want = blt_module.blt_column_sum(one_buffer._pairs(upper), horizon - 1, lambda v: v)
             if not want <= got <= want * (1 + Fraction(1, 10**15)):
                 raise ProofFailure(f"S{upper}({horizon}) = {float(got)} vs {float(want)}")
     return about_code(
         "S₁ = Σ_{k<T} c_k, S₂ = Σ_{k<T} c_k² for every T and θ, ω (d ≤ 16); L1 sum = ε and "
         "L2 sum = 2ρ while the sums are exact, ≤ above",
-        evaluates=[cls.s1, cls.s2, cls.budget_terms, cls.gaussian_terms, blt_column_sum],
+        evaluates=[cls.s1, cls.s2, cls.budget_terms, cls.gaussian_terms, blt_module.blt_column_sum],
         detail=f"the class's s1/s2 on {SYMBOLIC_BUFFERS} symbolic buffers (fewer: ω_j = 0) are "
         "1 + Σ over pairs of blt_column_sum's term, whose step at T is w·t^(T−1) (sympy), so "
         "the step of S₁ is c_T and of S₂ is c_T² (c_k = Σ ω_iθ_i^(k−1), the coefficients "
