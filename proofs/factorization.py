@@ -94,6 +94,7 @@ from proofs.core import (
     SymbolicOps,
     T,
     about_code,
+    check_identity,
     check_sign,
     checked,
     eps,
@@ -374,8 +375,8 @@ def _blt_validity() -> Outcome:
         p_x = sum(sp.sympify(v) * _x**j for j, v in enumerate(P))
         d_x = sum(sp.sympify(v) * _x**j for j, v in enumerate(D))
         c_x = 1 + sum(w * _x / (1 - t * _x) for t, w in zip(thetas, omegas, strict=True))
-        _identity(p_x, d_x * c_x, f"P = D·c with {d} buffers")
-        _identity((d_x / ((1 - _x) * p_x)) * (p_x / d_x), 1 / (1 - _x), "b(x)c(x) = 1/(1−x)")
+        check_identity(p_x, d_x * c_x, f"P = D·c with {d} buffers")
+        check_identity((d_x / ((1 - _x) * p_x)) * (p_x / d_x), 1 / (1 - _x), "b(x)c(x) = 1/(1−x)")
     return checked(
         "d",
         3,
