@@ -205,7 +205,9 @@ def _gaussian_budget(m: Mechanism) -> Outcome:
         sigma2 = proxy.node_variance(scale, weight)  # the class's own node variance
         l1 += members * Delta / scale
         l2 += (members / weight) * (weight * Delta) ** 2 / sigma2
-    check_identity(l2, 2 * rho * l1, "Σ_k (m_k/w_k)(w_kΔ)²/σ_k² = 2ρ·Σ_k m_kΔ/b_k")
+    check_identity(
+        l2, 2 * rho * l1, "the class's node_variance: Σ_k (m_k/w_k)(w_kΔ)²/σ_k² = 2ρ·Σ_k m_kΔ/b_k"
+    )
     for term in m.budget_terms():  # the multiplier the draws use, at the instance's numbers
         variance = m.node_variance(Fraction(term.scale), Fraction(term.weight))
         if (
@@ -220,12 +222,13 @@ def _gaussian_budget(m: Mechanism) -> Outcome:
     relation = "=" if exact and m.base == 1 else "≤"
     names = ", ".join(sorted(extra)) or "none: the instance's own T"
     detail = (
-        f"node_variance and budget_terms evaluated with symbolic ρ, Δ, ε = 1 and {names}; "
+        "the class's node_variance on its declared terms: node_variance and budget_terms "
+        f"evaluated with symbolic ρ, Δ, ε = 1 and {names}; "
         f"declared L1 budget at ε = 1 is {l1}"
     )
     if m.base != 1:
         detail += "; γ < 1: the true L2 weights γ^{2d} ≤ γ^d (node rule)"
-    statement = f"L2 sum {relation} 2ρ: the class's node variances on its declared terms"
+    statement = f"L2 sum {relation} 2ρ"
     if not why:
         return about_code(
             statement,
