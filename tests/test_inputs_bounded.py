@@ -160,9 +160,14 @@ def test_global_sensitivity_masked_and_long_double() -> None:
     [("elders", {"k": 3}), ("sqrt", {}), ("blt", {"theta": "1/2", "omega": "1/2"})],
 )
 def test_plan_check_below_the_horizon(name: str, params: dict[str, Any]) -> None:
-    """Issue 24 lists plan(T).check() for T below the horizon on Elders, SqrtFactorization
-    and BLT; not reproduced on this branch's base: kept as a regression test."""
-    for horizon in (2, 7, 16):
-        m = dpref.MECHANISMS[name](epsilon=1, horizon=horizon, **params)
-        for T in range(1, horizon):
-            m.plan(T).check()
+    """Issue 24: plan(T).check() for T below the horizon failed on Elders, SqrtFactorization
+    and BLT ("expected exactly ε" — the plan of the first T < H steps spends only its share
+    ε·L(T)/L(H), resp. ε·S₁(T)/S₁(H), of a budget set for H). It must pass, Laplace and
+    Gaussian, and its exact privacy sum must be that share."""
+    for budget in ({"epsilon": 1}, {"rho": Fraction(1, 2)}):
+        for horizon in (2, 7, 16, 100):
+            m = dpref.MECHANISMS[name](horizon=horizon, **budget, **params)
+            for T in (*range(1, min(horizon, 18)), horizon):
+                report = m.plan(T).check()
+                assert report.passed, (name, budget, horizon, T, report)
+                assert m.plan(T).privacy_sum() == m.expected_privacy_sum(T)

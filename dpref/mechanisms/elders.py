@@ -308,7 +308,9 @@ class Elders(Mechanism):
         return [BudgetTerm("level", L, scale)]
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
-        return Fraction(self._levels()) * self.sensitivity / self._scale()
+        """``L(horizon)·Δ/b``: the worst item of a plan over the first ``horizon`` steps lies
+        in that many nodes (the scale b is set for the mechanism's own T)."""
+        return Fraction(self._levels(horizon)) * self.sensitivity / self._scale()
 
     # ------------------------------------------------------------- the plan
     def nodes(self, horizon: int) -> NodeTable:

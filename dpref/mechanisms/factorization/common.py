@@ -232,11 +232,17 @@ class ToeplitzFactorization(Mechanism):
         return [BudgetTerm("column", self.s2(T, ops), variance)]
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
-        """ε exactly (2ρ for Gaussian noise) when S₁ (S₂) is exact at this T."""
+        """The exact privacy sum of the plan over the first ``horizon`` steps, when S₁ (S₂)
+        is exact there and at the mechanism's T: ``ε·S₁(horizon)/S₁(T)`` (``2ρ·S₂/S₂``) —
+        the node scale is set for T, so a shorter plan spends that share (ε at T itself)."""
         T = self._t()
         if self.rho is not None:
-            return 2 * self.rho if self._s2_exact(T) else None
-        return self.design_epsilon if self._s1_exact(T) else None
+            if not (self._s2_exact(T) and self._s2_exact(horizon)):
+                return None
+            return Fraction(2 * self.rho * self.s2(horizon) / self.s2(T))
+        if not (self._s1_exact(T) and self._s1_exact(horizon)):
+            return None
+        return Fraction(self.design_epsilon * self.s1(horizon) / self.s1(T))
 
     def _s1_exact(self, horizon: int) -> bool:
         return True
