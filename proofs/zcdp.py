@@ -45,11 +45,13 @@ References
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from dpref.errors import DprefError
@@ -62,6 +64,7 @@ from proofs.core import (
     Outcome,
     ProofFailure,
     T,
+    about_code,
     check_identity,
     check_sign,
     checked,
@@ -77,6 +80,9 @@ RHO = Fraction(7, 10)
 """ρ of the exhaustive checks (every L2 sum is linear in ρ)."""
 EXHAUSTIVE_T = 64
 """The exhaustive plan checks run for every T up to this (at most the proof limit)."""
+MULTIPLIER_T = 16
+"""Every node's float multiplier is compared with its exact variance for every T up to this
+and at the largest T of the exhaustive checks."""
 
 rho = sp.Symbol("ρ", positive=True)
 """The zCDP budget ρ > 0."""
@@ -84,78 +90,153 @@ L = sp.Symbol("L", integer=True, positive=True)
 """A level count L ≥ 1 (the declarations that take ``levels``)."""
 
 
+def _symbolic(m: Mechanism) -> Mechanism:
+    """A copy of ``m`` whose ρ and Δ are the symbols ρ and Δ: the class's own
+    :meth:`~dpref.mechanisms.Mechanism.node_variance` then runs on them."""
+    proxy = copy.copy(m)
+    proxy.rho = rho
+    proxy.sensitivity = Delta
+    return proxy
+
+
 @functools.lru_cache(maxsize=1)
-def _node_rule() -> Outcome:
-    """The node rule (the same for every class: proven once, then reused)."""
-    w, b, s = sp.symbols("w b s", positive=True)
+def _power_lemma() -> str:
+    """``γ^d − γ^{2d} ≥ 0`` for ``0 < γ ≤ 1``, ``d ≥ 0`` (proven once, then reused)."""
     v = sp.Symbol("v", nonnegative=True)
-    d = sp.Symbol("d", integer=True, nonnegative=True)
-    gamma = 1 / (1 + s)
-    sigma2 = w * Delta * b / (2 * rho)
-    cost = (w * gamma**d * Delta) ** 2 / sigma2
-    check_identity(cost, 2 * rho * (w * Delta / b) * gamma ** (2 * d), "(aΔ)²/σ² = 2ρ f γ^{2d}")
     u = 1 / (1 + v)  # γ^d ∈ (0, 1] for 0 < γ ≤ 1 and d ≥ 0
     check_identity(u - u**2, v / (1 + v) ** 2, "u − u² = v/(1+v)² for u = 1/(1+v)")
     check_sign(v / (1 + v) ** 2, "nonnegative", "γ^d − γ^{2d} ≥ 0 for 0 < γ ≤ 1")
-    return lemma(
-        "(w γ^d Δ)²/σ² = 2ρ·(|w|Δ/b)·γ^{2d} ≤ 2ρ·(|w|Δ/b)·γ^d, σ² = |w|Δb/(2ρ)",
-        "substitution (γ = 1/(1+s), s ≥ 0); γ^d = 1/(1+v) with v ≥ 0 (a power of γ ≤ 1 is "
-        "≤ 1), so γ^d − γ^{2d} = v/(1+v)² ≥ 0",
+    return "γ^d = 1/(1+v) with v ≥ 0 (a power of γ ≤ 1 is ≤ 1), so γ^d − γ^{2d} = v/(1+v)² ≥ 0"
+
+
+def _node_rule(m: Mechanism) -> Outcome:
+    """The class's own node variance, at symbolic scale, weight, ρ and Δ, gives each node
+    the L2 cost 2ρ·(its per-node ε at ε = 1)·γ^{2d}."""
+    w, b, s = sp.symbols("w b s", positive=True)
+    d = sp.Symbol("d", integer=True, nonnegative=True)
+    gamma = 1 / (1 + s)
+    sigma2 = _symbolic(m).node_variance(b, w)  # the class's code, on symbols
+    cost = (w * gamma**d * Delta) ** 2 / sigma2
+    check_identity(cost, 2 * rho * (w * Delta / b) * gamma ** (2 * d), "(aΔ)²/σ² = 2ρ f γ^{2d}")
+    return about_code(
+        "(w γ^d Δ)²/σ² = 2ρ·(|w|Δ/b)·γ^{2d} ≤ 2ρ·(|w|Δ/b)·γ^d for the class's σ² = "
+        "node_variance(b, w), every b, w > 0, ρ, Δ",
+        evaluates=[type(m).node_variance],
+        detail="node_variance evaluated with symbolic scale, weight, ρ and Δ (γ = 1/(1+s), "
+        f"s ≥ 0); {_power_lemma()}",
     )
 
 
 _SYMBOL_SETS: tuple[dict[str, Any], ...] = (
+    {"horizon": T, "k": k},
     {"horizon": T, "k": k, "levels": L},
     {"levels": L},
     {},
 )
 """Symbols tried, most symbolic first: a declaration that cannot take one (it needs an int
-to enumerate levels, say) raises, and the next, less symbolic set is used."""
+to enumerate levels, say) raises, and the next, less symbolic set is used.  Only the first
+evaluates the class's own level count for every T; with ``levels`` the level count is a free
+symbol, and with none the instance's own T is the only one."""
 
 
-def _declared_terms(m: Mechanism) -> tuple[list[BudgetTerm], str]:
+_SAMPLES = (1, 2, 5, 64, 2**20)
+"""Horizons at which a declaration given a symbolic T is compared with the same declaration
+at an integer T (a declaration that ignores a symbolic T is not about every T)."""
+
+
+def _ignores_t(m: Mechanism, terms: list[BudgetTerm]) -> str:
+    """Why the symbolic-T terms are not the class's terms at every T ('' when they agree at
+    every sample of :data:`_SAMPLES`)."""
+    members = sp.sympify(sum((SYMBOLIC.number(t.membership) for t in terms), sp.Integer(0)))
+    for horizon in _SAMPLES:
+        try:
+            exact = sum(
+                (Fraction(t.membership) for t in m.budget_terms(horizon=horizon)), Fraction(0)
+            )
+        except (TypeError, ValueError, DprefError):
+            continue
+        at = members.subs(T, horizon)
+        if not at.free_symbols and sp.nsimplify(at) != SYMBOLIC.number(exact):
+            return (
+                f"budget_terms ignores a symbolic T (at T = {horizon} its memberships add to "
+                f"{exact}, the symbolic ones to {at})"
+            )
+    return ""
+
+
+def _declared_terms(m: Mechanism) -> tuple[list[BudgetTerm], dict[str, Any], str]:
+    """The most symbolic declaration the class accepts, and why it is not about the code
+    for every T ('' when it is: symbolic T, the class's own level count, agreeing with the
+    integer declarations)."""
+    fallback: tuple[list[BudgetTerm], dict[str, Any], str] | None = None
     for extra in _SYMBOL_SETS:
         symbols = {"epsilon": sp.Integer(1), "sensitivity": Delta, **extra}
         try:
             terms = m.budget_terms(SYMBOLIC, **symbols)
         except (TypeError, ValueError, AttributeError):
             continue
-        if terms:
-            names = ", ".join(sorted(extra)) or "the instance's own T"
-            return terms, f"symbols: ρ, Δ, {names}"
-    raise ProofFailure(f"{m!r}: budget_terms gives no terms")
+        if not terms:
+            continue
+        if "levels" in extra:
+            why = "the level count L is a free symbol (the class's level function is not evaluated)"
+        elif "horizon" not in extra:
+            why = "budget_terms takes no symbolic T (the instance's T = 16 only)"
+        else:
+            why = _ignores_t(m, terms)
+        if not why:
+            return terms, extra, ""
+        if fallback is None or ("levels" in extra and "levels" not in fallback[1]):
+            fallback = (terms, extra, why)
+    if fallback is None:
+        raise ProofFailure(f"{m!r}: budget_terms gives no terms")
+    return fallback
 
 
 def _gaussian_budget(m: Mechanism) -> Outcome:
     assert m.rho is not None
-    for term in m.budget_terms():  # the class's own rule, at its own numbers
-        rule = Fraction(term.weight) * m.sensitivity * term.scale / (2 * m.rho)
-        if m.node_variance(term.scale, Fraction(term.weight)) != rule:
-            raise ProofFailure(
-                f"{m!r}: node_variance({term.scale}) = "
-                f"{m.node_variance(term.scale, Fraction(term.weight))} ≠ |w|Δb/(2ρ) = {rule}"
-            )
-    terms, how = _declared_terms(m)
+    terms, extra, why = _declared_terms(m)
+    proxy = _symbolic(m)
     l1 = sp.Integer(0)
     l2 = sp.Integer(0)
     for term in terms:
         weight = SYMBOLIC.number(term.weight)
         scale = SYMBOLIC.number(term.scale)
         members = SYMBOLIC.number(term.membership)
-        sigma2 = weight * Delta * scale / (2 * rho)  # the declared node variance
+        sigma2 = proxy.node_variance(scale, weight)  # the class's own node variance
         l1 += members * Delta / scale
         l2 += (members / weight) * (weight * Delta) ** 2 / sigma2
-    check_identity(l2, 2 * rho * l1, "Σ_k (m_k/w_k)(w_kΔ)²/σ_k² = 2ρ·Σ_k m_kΔ/b_k")
+    check_identity(
+        l2, 2 * rho * l1, "the class's node_variance: Σ_k (m_k/w_k)(w_kΔ)²/σ_k² = 2ρ·Σ_k m_kΔ/b_k"
+    )
+    for term in m.budget_terms():  # the multiplier the draws use, at the instance's numbers
+        variance = m.node_variance(Fraction(term.scale), Fraction(term.weight))
+        if (
+            Fraction(m.noise_multiplier(Fraction(term.scale), Fraction(term.weight))) ** 2
+            < variance
+        ):
+            raise ProofFailure(f"{m!r}: noise_multiplier² < node_variance at scale {term.scale}")
     l1 = sp.simplify(l1)
-    if sp.simplify(l1 - 1) == 0:
-        exact = m.base == 1
-        relation = "=" if exact else "≤"
-        detail = f"declared L1 budget at ε = 1 is 1; {how}"
-        if not exact:
-            detail += "; γ < 1: the true L2 weights γ^{2d} ≤ γ^d (node rule)"
-        return lemma(f"L2 sum {relation} 2ρ", detail, value="2ρ")
-    check_sign(1 - l1, "nonnegative", "declared L1 budget at ε = 1 is ≤ 1")
-    return lemma("L2 sum ≤ 2ρ", f"declared L1 budget at ε = 1 is {l1} ≤ 1; {how}")
+    exact = sp.simplify(l1 - 1) == 0
+    if not exact:
+        check_sign(1 - l1, "nonnegative", "declared L1 budget at ε = 1 is ≤ 1")
+    relation = "=" if exact and m.base == 1 else "≤"
+    names = ", ".join(sorted(extra)) or "none: the instance's own T"
+    detail = (
+        "the class's node_variance on its declared terms: node_variance and budget_terms "
+        f"evaluated with symbolic ρ, Δ, ε = 1 and {names}; "
+        f"declared L1 budget at ε = 1 is {l1}"
+    )
+    if m.base != 1:
+        detail += "; γ < 1: the true L2 weights γ^{2d} ≤ γ^d (node rule)"
+    statement = f"L2 sum {relation} 2ρ"
+    if not why:
+        return about_code(
+            statement,
+            evaluates=[type(m).node_variance, type(m).budget_terms],
+            detail=detail + "; noise_multiplier² ≥ node_variance at the instance",
+            value="2ρ",
+        )
+    return lemma(statement + f" — not about the code for all T: {why}", detail, value="2ρ")
 
 
 def zcdp_instances(cls: type[Any]) -> list[tuple[Example, Callable[[int], Mechanism]]]:
@@ -179,6 +260,24 @@ def _twin(m: Mechanism, cls: type[Any], ex: Example, horizon: int) -> Mechanism:
     kw.pop("noise", None)
     twin: Mechanism = cls(epsilon=m.design_epsilon, **kw)
     return twin
+
+
+def _multipliers_up(m: Mechanism, horizon: int) -> None:
+    """Every node's float multiplier (``noise_multipliers``, what the draws are scaled by)
+    squared is at least the class's exact node variance (``node_variance``)."""
+    nodes = m.nodes(horizon)
+    mult = np.broadcast_to(
+        np.asarray(m.noise_multipliers(horizon), dtype=np.float64), (nodes.size,)
+    )
+    weights = nodes.weight_idx if nodes.weight_idx is not None else np.zeros(nodes.size, np.int64)
+    seen: dict[tuple[int, int, float], None] = {}
+    for s_i, w_i, f in zip(nodes.scale_idx.tolist(), weights.tolist(), mult.tolist(), strict=True):
+        seen.setdefault((s_i, w_i, f), None)
+    for s_i, w_i, f in seen:
+        weight = nodes.weight_table[w_i] if nodes.weight_table else Fraction(1)
+        variance = m.node_variance(nodes.scale_table[s_i], weight)
+        if Fraction(f) ** 2 < variance:
+            raise ProofFailure(f"{m!r} T={horizon}: multiplier {f}² < node variance {variance}")
 
 
 def _exhaustive(cls: type[Any], limit: int) -> Outcome:
@@ -206,6 +305,8 @@ def _exhaustive(cls: type[Any], limit: int) -> Outcome:
                 or plan.declared_rho != (m.declared_rho)
             ):
                 raise ProofFailure(f"{m!r}: the plan is not a Gaussian plan at ρ = {RHO}")
+            if horizon <= MULTIPLIER_T or horizon == top:
+                _multipliers_up(m, horizon)
             l2 = plan.privacy_sum()
             l1 = _twin(m, cls, ex, horizon).plan(horizon).privacy_sum()
             if l2 > 2 * RHO:
@@ -216,7 +317,8 @@ def _exhaustive(cls: type[Any], limit: int) -> Outcome:
     return checked(
         "T",
         top,
-        "plan L2 sum = 2ρ·(L1 sum at ε = 1) (γ = 1; ≤ for γ < 1) ≤ 2ρ",
+        "plan L2 sum = 2ρ·(L1 sum at ε = 1) (γ = 1; ≤ for γ < 1) ≤ 2ρ; every node's "
+        "noise_multiplier² ≥ its node_variance (T ≤ 16 and the largest T)",
         f"{count} exact Gaussian plans at ρ = {RHO}",
     )
 
@@ -231,7 +333,7 @@ def gaussian_claims(cls: type[Any], limit: int) -> list[ClaimResult]:
         ]
     m = instances[0][1](16)
     return [
-        run_claim(name, "zCDP node rule", _node_rule),
+        run_claim(name, "zCDP node rule", lambda: _node_rule(m)),
         run_claim(name, "zCDP budget", lambda: _gaussian_budget(m)),
         run_claim(name, "zCDP budget = plans(T)", lambda: _exhaustive(cls, limit)),
     ]

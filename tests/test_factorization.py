@@ -474,17 +474,34 @@ def test_plan_check_window_target_and_scales(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------- proofs
+_LABELS = {
+    SqrtFactorization: {
+        "square root": "proven about the code",
+        "columns": "proven lemma",
+        "budget": "proven about the code",
+        "zCDP budget": "proven about the code",
+        "plan = closed forms": "checked for T ≤ 64",
+    },
+    BLT: {
+        "valid strategy": "checked for d ≤ 3",
+        "release = B(Cx + z)": "proven about the code",
+        "columns": "proven lemma",
+        "budget": "proven about the code",
+        "plan = closed forms": "checked for T ≤ 64",
+    },
+}
+
+
 @pytest.mark.parametrize("cls", [SqrtFactorization, BLT])
 def test_proofs_hold_and_are_labelled_honestly(cls: type[Any]) -> None:
-    from proofs import PROVEN, prove
+    from proofs import prove
 
     rows = prove(cls, 64)
     assert rows and all(r.passed for r in rows), [r.detail for r in rows if not r.passed]
+    assert {r.claim: r.status for r in rows} == _LABELS[cls]
     for r in rows:
-        if r.claim == "plan = closed forms":
-            assert r.status == "checked for T ≤ 64"
-        else:
-            assert r.status == PROVEN, r
+        if r.status == "proven about the code":
+            assert r.evaluates and all(e.startswith("dpref.") for e in r.evaluates), r
 
 
 def test_a_wrong_budget_declaration_fails_the_proof() -> None:

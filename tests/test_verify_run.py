@@ -29,7 +29,7 @@ from dpref.verify import (
     run_verify,
     splittable,
 )
-from dpref.verify.certificate import FORMAT, certificate_paths
+from dpref.verify.certificate import FORMAT, certificate_paths, proof_kinds, to_markdown
 from dpref.verify.plans import agreement_suite, plan_suite
 
 
@@ -253,3 +253,48 @@ def test_version_agrees_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert stop.value.code == 0
     assert capsys.readouterr().out == f"dpref {dpref.__version__}\n"
+
+
+def test_the_certificate_counts_the_proof_labels() -> None:
+    """The proofs rows' label counts reach the certificate (JSON and Markdown) and sum up."""
+    kinds = {"proven about the code": 2, "proven lemma": 1, "checked": 3, "note": 1, "FAILED": 0}
+    rows = [
+        VerifyRow("proofs", "binary", 7, 0, extra={"kinds": kinds}),
+        VerifyRow("proofs", "kary", 7, 0, extra={"kinds": {**kinds, "note": 0}}),
+        VerifyRow("plans", "binary", 10, 0),  # not a proofs row: not counted
+    ]
+    counted = proof_kinds(rows)
+    assert list(counted) == ["binary", "kary", "total"]
+    assert counted["total"] == {
+        "proven about the code": 4,
+        "proven lemma": 2,
+        "checked": 6,
+        "note": 1,
+        "FAILED": 0,
+    }
+    assert proof_kinds([rows[2]]) == {}
+    cert = {
+        "format": FORMAT,
+        "passed": True,
+        "totals": {"rows": 3, "checks": 24, "failed_rows": 0, "failed_checks": 0},
+        "wall_seconds": 1.0,
+        "git_commit": None,
+        "git_dirty": False,
+        "dpref_version": "0",
+        "platform": "p",
+        "python": "3",
+        "packages": {},
+        "started": "now",
+        "options": {
+            "max_horizon": 1,
+            "random_horizons": 0,
+            "random_max": 1,
+            "mechanisms": [],
+            "jobs": 1,
+        },
+        "seed": 0,
+        "proof_kinds": counted,
+        "rows": [r.as_dict() for r in rows],
+    }
+    text = to_markdown(cert)
+    assert "## Proof labels" in text and "| total | 4 | 2 | 6 | 1 | 0 |" in text

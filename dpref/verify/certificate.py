@@ -111,6 +111,33 @@ def environment() -> dict[str, Any]:
     }
 
 
+PROOF_KINDS = ("proven about the code", "proven lemma", "checked", "note", "FAILED")
+"""The proof labels, strongest first (``proofs.core.KINDS`` and ``FAILED``)."""
+
+
+def proof_kinds(rows: Sequence[VerifyRow]) -> dict[str, dict[str, int]]:
+    """``{subject: {kind: n}}`` from the proofs suite's rows (each carries its claims'
+    counts per label in ``extra["kinds"]``), plus a ``total``; empty without proof rows."""
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        kinds = row.extra.get("kinds")
+        if row.suite != "proofs" or not isinstance(kinds, dict):
+            continue
+        out[row.mechanism] = {k: int(kinds.get(k, 0)) for k in PROOF_KINDS}
+    if out:
+        out["total"] = {k: sum(v[k] for v in out.values()) for k in PROOF_KINDS}
+    return out
+
+
+def proof_kinds_line(rows: Sequence[VerifyRow]) -> str | None:
+    """One line with the total count of each proof label (None without proof rows)."""
+    kinds = proof_kinds(rows)
+    if not kinds:
+        return None
+    total = kinds["total"]
+    return "proof claims: " + ", ".join(f"{total[k]} {k}" for k in PROOF_KINDS)
+
+
 def build_certificate(
     rows: Sequence[VerifyRow],
     opts: VerifyOptions,
@@ -141,6 +168,7 @@ def build_certificate(
             "failed_rows": len(failed),
             "failed_checks": sum(r.failed for r in rows),
         },
+        "proof_kinds": proof_kinds(rows),
         "rows": [r.as_dict() for r in rows],
     }
 
@@ -149,6 +177,25 @@ def _cell(value: Any) -> str:
     """A Markdown table cell: one line, pipes escaped."""
     text = "" if value is None else str(value)
     return " ".join(text.split()).replace("|", "\\|")
+
+
+def _kinds_table(kinds: dict[str, dict[str, int]]) -> list[str]:
+    """The proof labels per subject (docs/proofs.md says what each label means)."""
+    if not kinds:
+        return []
+    lines = [
+        "## Proof labels",
+        "",
+        "What each proof claim established (docs/proofs.md): proven about the code, a lemma "
+        "about the maths only, an exhaustive check up to a bound, or a note (a citation).",
+        "",
+        "| subject | " + " | ".join(PROOF_KINDS) + " |",
+        "|---|" + "---:|" * len(PROOF_KINDS),
+    ]
+    for name, by_kind in kinds.items():
+        cells = " | ".join(str(by_kind.get(k, 0)) for k in PROOF_KINDS)
+        lines.append(f"| {_cell(name)} | {cells} |")
+    return [*lines, ""]
 
 
 def to_markdown(cert: dict[str, Any]) -> str:
@@ -188,6 +235,7 @@ def to_markdown(cert: dict[str, Any]) -> str:
         f"| --seed | {cert['seed']} |",
         f"| --jobs | {opts['jobs']} |",
         "",
+        *_kinds_table(cert.get("proof_kinds") or {}),
         "## Rows",
         "",
         "| # | suite | subject | checks | failed | declared | proven | status | seconds | detail |",

@@ -14,7 +14,12 @@ from typing import Any, TextIO
 from dpref.cli.outputs import output_lock, remove
 from dpref.validation import check_choice, check_int_range
 from dpref.verify import MAX_JOBS, Part, VerifyOptions, VerifyRow, default_jobs, run_verify
-from dpref.verify.certificate import build_certificate, check_writable, write_certificate
+from dpref.verify.certificate import (
+    build_certificate,
+    check_writable,
+    proof_kinds_line,
+    write_certificate,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -133,6 +138,9 @@ def _run(args: argparse.Namespace, opts: VerifyOptions, jobs: int) -> int:
         print(json.dumps({"passed": not failed, "rows": [r.as_dict() for r in rows]}))
     else:
         verdict = "FAILED" if failed else "all passed"
+        kinds_line = proof_kinds_line(rows)
+        if kinds_line is not None:
+            print(kinds_line)
         print(f"{sum(r.checks for r in rows)} checks in {len(rows)} rows: {verdict}")
         if written is not None:
             print(f"certificate: {written[0]} and {written[1]}")
