@@ -67,7 +67,9 @@ _T = "dpref/mechanisms/trees.py"
 _TA = "dpref/mechanisms/tree_arith.py"
 _TB = "dpref/mechanisms/tree_budgets.py"
 _E = "dpref/mechanisms/elders.py"
-_F = "dpref/mechanisms/factorization.py"
+_FC = "dpref/mechanisms/factorization/common.py"
+_FS = "dpref/mechanisms/factorization/sqrt.py"
+_FB = "dpref/mechanisms/factorization/blt.py"
 _S = "dpref/mechanisms/smooth.py"
 _W = "dpref/mechanisms/decayed/window.py"
 _X = "dpref/mechanisms/decayed/exponential.py"
@@ -321,48 +323,52 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         id="sqrt-l1-uses-s2",
         kind="scale",
-        file=_F,
-        old="        return self.s1(T) * self.sensitivity / self.design_epsilon",
-        new="        return self.s2(T) * self.sensitivity / self.design_epsilon",
-        why="sqrt's Laplace scale uses the column's L2² norm S₂ < S₁",
+        file=_FC,
+        old="        return self.s1(horizon, ops) * delta / eps",
+        new="        return self.s2(horizon, ops) * delta / eps",
+        why="sqrt's Laplace scale uses the column's L2² norm S₂ < S₁ (in laplace_scale, the"
+        " one Laplace scale formula the draws, the plan and the declaration read)",
         mechanisms=("sqrt",),
     ),
     Mutant(
         id="sqrt-gaussian-rho",
         kind="zCDP composition",
-        file=_F,
-        old="            return self.s2(T) * self.sensitivity**2 / (2 * self.rho)",
-        new="            return self.s2(T) * self.sensitivity**2 / (4 * self.rho)",
-        why="factorization's Gaussian variance S₂Δ²/(4ρ): L2 sum 4ρ",
+        file=_FC,
+        old="        return self.s2(horizon, ops) * delta**2 / (2 * r)",
+        new="        return self.s2(horizon, ops) * delta**2 / (4 * r)",
+        why="factorization's Gaussian variance S₂Δ²/(4ρ): L2 sum 4ρ (in gaussian_variance, the"
+        " one formula the draws, the plan and gaussian_terms read)",
         mechanisms=("sqrt", "blt"),
     ),
     Mutant(
         id="sqrt-s1-large-t",
         kind="switch point",
-        file=_F,
-        old="    value = (2 * n + 1) / ctx.sqrt(ctx.pi * (ctx.mpf(n) + ctx.mpf(1) / 4))",
-        new="    value = (2 * n + 1) / ctx.sqrt(ctx.pi * (ctx.mpf(n) + ctx.mpf(1) / 2))",
-        why="sqrt's S₁ bound above 2¹⁶ uses c_n ≤ 1/√(π(n+1/2)), which is below c_n",
+        file=_FS,
+        old="    return (2 * n + 1) / ns.sqrt(ns.pi * (ns.mpf(n) + ns.mpf(1) / 4))",
+        new="    return (2 * n + 1) / ns.sqrt(ns.pi * (ns.mpf(n) + ns.mpf(1) / 2))",
+        why="sqrt's S₁ bound above 2¹⁶ uses c_n ≤ 1/√(π(n+1/2)), which is below c_n (in"
+        " sqrt_s1_bound, the one bound sqrt_s1 and the proofs evaluate)",
         mechanisms=("sqrt",),
     ),
     Mutant(
         id="sqrt-s2-large-t",
         kind="switch point",
-        file=_F,
-        old="    tail = ctx.log((ctx.mpf(horizon) * q - 3) / (ctx.mpf(K) * q - 3)) / ctx.pi",
-        new="    tail = ctx.log((ctx.mpf(horizon) * q - 3) / (ctx.mpf(K) * q - 3)) / (2 * ctx.pi)",
-        why="sqrt's S₂ tail bound above 2¹⁴ halved: below the true S₂",
+        file=_FS,
+        old="    return ns.log((ns.mpf(horizon) * four - 3) / (ns.mpf(start) * four - 3)) / ns.pi",
+        new="    return ns.log((ns.mpf(horizon) * four - 3) / (ns.mpf(start) * four - 3))"
+        " / (2 * ns.pi)",
+        why="sqrt's S₂ tail bound above 2¹⁴ halved: below the true S₂ (in sqrt_s2_tail, the"
+        " one tail bound sqrt_s2_upper and the proofs evaluate)",
         mechanisms=("sqrt",),
     ),
     Mutant(
         id="blt-s1-column",
         kind="scale",
-        file=_F,
-        old="                (w * (1 - t**n) / (1 - t)"
-        " for t, w in zip(self.theta, self.omega, strict=True)),",
-        new="                (w * (1 - t ** (n - 1)) / (1 - t)"
-        " for t, w in zip(self.theta, self.omega, strict=True)),",
-        why="BLT's S₁ drops the last column entry: scale below S₁Δ/ε",
+        file=_FB,
+        old="        total += wn * (1 - tn**n) / (1 - tn)",
+        new="        total += wn * (1 - tn ** (n - 1)) / (1 - tn)",
+        why="BLT's S₁ drops the last column entry: scale below S₁Δ/ε (blt_column_sum is now"
+        " the one function of S₁ and S₂, so S₂ drops it too)",
         mechanisms=("blt",),
     ),
     # ------------------------------------------------------------------ smooth
