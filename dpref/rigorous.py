@@ -26,6 +26,7 @@ A low layer: only the standard library, numpy, mpmath, :mod:`dpref.errors` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -415,11 +416,15 @@ def _series_step(p: Any, num: Any, den: Any) -> Any:
 
 
 @lru_cache(maxsize=64)
-def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "uniform") -> Fraction:
+def polynomial_series_upper(
+    c: Fraction, beta: Fraction, allocation: str = "uniform", *, levels: Callable[[int], int]
+) -> Fraction:
     """Rigorous rational upper bound on PolynomialSum's privacy series.
 
-    ``S = Σ_{j: W_j>0} x^j L_j`` with ``L_j = ⌊log₂W_j⌋ + 1`` (instance j's levels,
-    docs/spec.md §2.1) and ``x = 1−β`` (``allocation="uniform"``) or ``x = (1−β)^{2/3}``
+    ``S = Σ_{j: W_j>0} x^j L_j`` with ``L_j = levels(W_j)`` — the mechanism's own level
+    count of an instance, ``⌊log₂W_j⌋ + 1`` (``PolynomialSum.instance_levels``, passed in:
+    this module sits below the mechanisms and keeps no second formula for it; docs/spec.md
+    §2.1) and ``x = 1−β`` (``allocation="uniform"``) or ``x = (1−β)^{2/3}``
     (``"decaying"``: instance j's weight ``(1−β)^j`` over its scale factor
     ``(1−β)^{j/3}``).  Terms are summed in 128-bit fixed point rounded up (``x^j`` by
     repeated multiplication by a fixed-point upper bound of x, itself decided exactly
@@ -449,8 +454,8 @@ def polynomial_series_upper(c: Fraction, beta: Fraction, allocation: str = "unif
             if j == j_next:
                 bj = polynomial_breakpoint(j, c, beta)
                 j_next = polynomial_next_break(bj, j, c, beta)
-        if bj > bp:  # W_j = bj − bp items; L_j = ⌊log₂W_j⌋ + 1 = W_j.bit_length()
-            total += p * (bj - bp).bit_length()
+        if bj > bp:  # W_j = bj − bp items, L_j = levels(W_j)
+            total += p * int(levels(bj - bp))
         p_next = _series_step(p, num, den)
         if j >= 8 and (p_next < one >> 70 or j >= _SERIES_TERMS):
             r = Fraction(p_next, one)  # ≥ x^{j+1}

@@ -736,10 +736,10 @@ def test_polynomial_series_cap_only_loosens_the_bound(monkeypatch: pytest.Monkey
     c, beta = Fraction(2), Fraction(1, 100)
     decayed._polynomial_series_upper.cache_clear()
     monkeypatch.setattr(rigorous, "_SERIES_TERMS", 10**9)
-    full = decayed._polynomial_series_upper(c, beta)
+    full = decayed._polynomial_series_upper(c, beta, levels=PolynomialSum.instance_levels)
     decayed._polynomial_series_upper.cache_clear()
     monkeypatch.setattr(rigorous, "_SERIES_TERMS", 100)
-    capped = decayed._polynomial_series_upper(c, beta)
+    capped = decayed._polynomial_series_upper(c, beta, levels=PolynomialSum.instance_levels)
     decayed._polynomial_series_upper.cache_clear()
     assert capped >= full > 1
 

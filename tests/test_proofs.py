@@ -259,3 +259,13 @@ def test_gaussian_variance_below_the_rule_fails() -> None:
     assert rows["zCDP budget"].status == FAILED  # … but the Gaussian nodes are too quiet
     assert "node_variance" in rows["zCDP budget"].detail
     assert rows["zCDP budget = plans(T)"].status == FAILED
+
+
+@pytest.mark.slow
+def test_documented_counts_are_what_prove_prints() -> None:
+    """docs/proofs.md's table of labels is `dpref prove`'s (regenerate with
+    `python tests/proof_counts.py --write`); every proof runs, about a minute."""
+    import proof_counts
+
+    text = proof_counts.PAGE.read_text(encoding="utf-8")
+    assert proof_counts.block(text) == proof_counts.table()

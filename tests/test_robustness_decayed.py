@@ -212,7 +212,10 @@ def _series_upper_naive(c: Fraction, beta: Fraction, allocation: str) -> Fractio
 )
 def test_polynomial_series_bound_unchanged(c: Fraction, beta: Fraction, allocation: str) -> None:
     """Skipping empty steps leaves the series bound (hence every scale) bit-identical."""
-    assert polynomial_series_upper(c, beta, allocation) == _series_upper_naive(c, beta, allocation)
+    levels = PolynomialSum.instance_levels
+    assert polynomial_series_upper(c, beta, allocation, levels=levels) == _series_upper_naive(
+        c, beta, allocation
+    )
 
 
 def test_polynomial_decaying_root_is_an_upper_bound() -> None:

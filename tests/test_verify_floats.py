@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpref.mechanisms import MECHANISMS, Mechanism, counting, trees
+from dpref.mechanisms import MECHANISMS, Mechanism, counting, hybrid, trees
 from dpref.mechanisms import base as mech_base
 from dpref.verify import VerifyOptions
 from dpref.verify.floats import ScriptedGenerator, floats_suite
@@ -65,7 +65,7 @@ def test_online_tree_with_level_zero_sigma_everywhere_fails(
 def test_hybrid_online_with_the_wrong_instance_scale_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = counting._HybridOnline.step
+    real = hybrid._HybridOnline.step
 
     def step(self: Any, x: Any) -> float:
         out = real(self, x)
@@ -76,7 +76,7 @@ def test_hybrid_online_with_the_wrong_instance_scale_fails(
     def ceil_float_prev(m: Any, k: int) -> float:
         return float(mech_base.ceil_float(m._bin_scale(k - 1)))
 
-    monkeypatch.setattr(counting._HybridOnline, "step", step)
+    monkeypatch.setattr(hybrid._HybridOnline, "step", step)
     failed, detail = _failed("hybrid")
     assert failed > 0 and "online draw" in detail
 

@@ -175,7 +175,9 @@ class PolynomialSum(_Decayed):
         self._b: dict[int, int] = {0: 0}
         self._instances: list[_Instance] = []
         self._next_j = 0
-        self.series_upper: Fraction = polynomial_series_upper(self.c, self.beta, self.allocation)
+        self.series_upper: Fraction = polynomial_series_upper(
+            self.c, self.beta, self.allocation, levels=type(self).instance_levels
+        )
         """A rational upper bound on the allocation's privacy series (S or P)."""
         self._lambda_exact: Fraction = self.series_upper * self.sensitivity / self.design_epsilon
         """λ before rounding: the series bound times Δ/ε."""

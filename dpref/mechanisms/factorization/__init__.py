@@ -28,6 +28,12 @@ Modules: :mod:`~dpref.mechanisms.factorization.common` (the shared base class),
 every public name is re-exported here.
 """
 
+# isort: off
+# sqrt first: importing a module registers its class, and dpref.MECHANISMS (the order of every
+# printed table and of the golden file) lists sqrt before blt
+import dpref.mechanisms.factorization.sqrt  # noqa: F401
+
+# isort: on
 from dpref.mechanisms.factorization.blt import (
     BLT,
     BLT_EXACT_BITS,
