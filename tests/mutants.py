@@ -62,9 +62,14 @@ class Mutant:
 
 
 _C = "dpref/mechanisms/counting.py"
+_HY = "dpref/mechanisms/hybrid.py"
 _T = "dpref/mechanisms/trees.py"
+_TA = "dpref/mechanisms/tree_arith.py"
+_TB = "dpref/mechanisms/tree_budgets.py"
 _E = "dpref/mechanisms/elders.py"
-_F = "dpref/mechanisms/factorization.py"
+_FC = "dpref/mechanisms/factorization/common.py"
+_FS = "dpref/mechanisms/factorization/sqrt.py"
+_FB = "dpref/mechanisms/factorization/blt.py"
 _S = "dpref/mechanisms/smooth.py"
 _W = "dpref/mechanisms/decayed/window.py"
 _X = "dpref/mechanisms/decayed/exponential.py"
@@ -81,32 +86,30 @@ MUTANTS: tuple[Mutant, ...] = (
         id="simple1-scale",
         kind="scale",
         file=_C,
-        old="        return Fraction(self.horizon) * self.sensitivity / self.design_epsilon",
-        new="        return Fraction(self.horizon - 1 or 1) * self.sensitivity"
-        " / self.design_epsilon",
-        why="SimpleI divides ε over T − 1 nodes, but item 1 is in all T: loss T/(T−1)·ε",
+        old='        return {"prefix": horizon}',
+        new='        return {"prefix": horizon - 1 or 1}',
+        why="SimpleI divides ε over T − 1 nodes, but item 1 is in all T: loss T/(T−1)·ε"
+        " (in memberships, the one source node_scale and the declaration read)",
         mechanisms=("simple1",),
     ),
     Mutant(
         id="simple2-scale",
         kind="scale",
         file=_C,
-        old="    def _scale(self) -> Fraction:\n"
-        "        return self.sensitivity / self.design_epsilon",
-        new="    def _scale(self) -> Fraction:\n"
-        "        return self.sensitivity / (2 * self.design_epsilon)",
-        why="SimpleII's item node gets Δ/(2ε): loss 2ε",
+        old='        return {"item": 1}\n',
+        new='        return {"item": Fraction(1, 2)}\n',
+        why="SimpleII's item node gets Δ/(2ε): loss 2ε (in memberships, the one source"
+        " node_scale and the declaration read)",
         mechanisms=("simple2",),
     ),
     Mutant(
         id="two-level-scale",
         kind="scale",
         file=_C,
-        old="    def _scale(self) -> Fraction:\n"
-        "        return 2 * self.sensitivity / self.design_epsilon",
-        new="    def _scale(self) -> Fraction:\n"
-        "        return self.sensitivity / self.design_epsilon",
-        why="Two-Level forgets the ε/2 + ε/2 split: item and block node both at Δ/ε, loss 2ε",
+        old='        return {"item": 1, "block": 1}',
+        new='        return {"item": 1, "block": 0}',
+        why="Two-Level forgets the ε/2 + ε/2 split: item and block node both at Δ/ε, loss 2ε"
+        " (in memberships, the one source node_scale and the declaration read)",
         mechanisms=("two-level",),
     ),
     Mutant(
@@ -141,21 +144,22 @@ MUTANTS: tuple[Mutant, ...] = (
         id="binary-levels-code",
         kind="level count (code)",
         file=_C,
-        old="        return Fraction(self.levels(self.horizon)) * self.sensitivity"
-        " / self.design_epsilon",
-        new="        return Fraction(max(1, (self.horizon - 1).bit_length())) * self.sensitivity"
-        " / self.design_epsilon",
-        why="Binary's scale uses ⌈log₂T⌉ levels (the lecture pitfall): one too few at T = 2^j",
+        old="        return ops.floor_log2(horizon) + 1",
+        new="        return ops.floor_log2(2 * horizon - 1) or 1",
+        why="Binary's scale uses ⌈log₂T⌉ levels (1 at T = 1; the lecture pitfall): one too"
+        " few at T = 2^j — in Binary.levels, the one level count the scale (via memberships)"
+        " and the declaration read",
         mechanisms=("binary",),
     ),
     Mutant(
         id="binary-levels-decl",
         kind="level count (declaration)",
         file=_C,
-        old="        L = self.levels(T, ops)\n"
-        '        return [BudgetTerm("level", L, L * delta / eps)]',
-        new="        L = self.levels(T, ops) - 1\n"
-        '        return [BudgetTerm("level", L, L * delta / eps)]',
+        old="        return super().budget_terms(ops, **s)",
+        new='        L = self.levels(s.get("horizon", self.horizon), ops) - 1\n'
+        '        eps = s.get("epsilon", self.design_epsilon)\n'
+        '        delta = s.get("sensitivity", self.sensitivity)\n'
+        '        return [BudgetTerm("level", L, ops.number(L) * delta / eps)]',
         why="Binary's declaration claims L − 1 levels (sums to ε by itself); the code uses L",
         mechanisms=("binary",),
     ),
@@ -181,27 +185,29 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         id="hybrid-bin-scale",
         kind="scale",
-        file=_C,
-        old="    def _bin_scale(self, k: int) -> Fraction:\n"
-        "        return 2 * k * self.sensitivity / self.design_epsilon",
-        new="    def _bin_scale(self, k: int) -> Fraction:\n"
-        "        return k * self.sensitivity / self.design_epsilon",
-        why="Hybrid's binary part gets ε instead of ε/2: loss 3ε/2",
+        file=_HY,
+        old='        return ops.number(cls.memberships(k, ops)["binary_k"]) * sensitivity'
+        " / (epsilon / 2)",
+        new='        return ops.number(cls.memberships(k, ops)["binary_k"]) * sensitivity'
+        " / epsilon",
+        why="Hybrid's binary part gets ε instead of ε/2: loss 3ε/2 (in instance_scale, the"
+        " one scale function the draws and the declaration read)",
         mechanisms=("hybrid",),
     ),
     Mutant(
         id="hybrid-log-node-shift",
         kind="released node",
-        file=_C,
-        old="                lo[t - 1] = t // 2 + 1 if t > 1 else 1",
-        new="                lo[t - 1] = t // 2 if t > 1 else 1",
-        why="Hybrid's log block at 2^k starts one item early (overlaps the previous block)",
+        file=_HY,
+        old="        return (ops.ite(r == 0, (t >> 1) + 1, t - (r & -r) + 1), t)",
+        new="        return (ops.ite(r == 0, ops.ite(t == 1, 1, t >> 1), t - (r & -r) + 1), t)",
+        why="Hybrid's log block at 2^k starts one item early (overlaps the previous block;"
+        " in node_interval, the one interval function of nodes() and the proofs)",
         mechanisms=("hybrid",),
     ),
     Mutant(
         id="hybrid-variance",
         kind="variance formula",
-        file=_C,
+        file=_HY,
         old="                (k + 1) * log_unit + _popcount(r)",
         new="                k * log_unit + _popcount(r)",
         why="Hybrid's variance counts k log blocks instead of k + 1",
@@ -210,7 +216,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         id="hybrid-online-k",
         kind="online path",
-        file=_C,
+        file=_HY,
         old="            self._bin_scale = m._bin_scale(max(self._k, 1))",
         new="            self._bin_scale = m._bin_scale(max(self._k - 1, 1))",
         why="Hybrid's online k-th binary instance uses instance k−1's scale (too little noise)",
@@ -220,25 +226,27 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         id="tree-levels-code",
         kind="level count (code)",
-        file=_T,
-        old="    levels, size = 1, k\n    while size <= horizon:",
-        new="    levels, size = 1, k\n    while size < horizon:",
-        why="tree_levels misses the top level at T = k^j (item 1 in L+1 nodes at scale LΔ/ε)",
+        file=_TA,
+        old="        levels = levels + op_ite(ops, op_le(ops, size, horizon), 1, 0)",
+        new="        levels = levels + op_ite(ops, op_le(ops, size + 1, horizon), 1, 0)",
+        why="tree_levels misses the top level at T = k^j (counts k^j < T; item 1 in L+1 nodes"
+        " at scale LΔ/ε) — tree_levels is now the one level count of the code and the"
+        " declaration",
         mechanisms=("kary", "honaker"),
     ),
     Mutant(
         id="tree-levels-decl",
         kind="level count (declaration)",
         file=_T,
-        old='            return [BudgetTerm("level", L, L * delta / eps)]',
-        new='            return [BudgetTerm("level", L - 1, (L - 1) * delta / eps)]',
+        old='            L = self.levels_at(s.get("horizon", self.horizon), ops)\n',
+        new='            L = self.levels_at(s.get("horizon", self.horizon), ops) - 1 or 1\n',
         why="KaryTree/Honaker declare one level too few (the declaration still sums to ε)",
         mechanisms=("kary", "honaker"),
     ),
     Mutant(
         id="tree-combined-variance",
         kind="variance formula",
-        file=_T,
+        file=_TA,
         old="        prev = k * out[-1]",
         new="        prev = out[-1]",
         why="combined (Honaker) variance forgets that k children are summed",
@@ -265,7 +273,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         id="tree-level-budget-reversed",
         kind="level budget",
-        file=_T,
+        file=_TB,
         old="    shares = tuple(v * m.design_epsilon / total for v in values)",
         new="    shares = tuple(v * m.design_epsilon / total for v in reversed(values))",
         why="a tree's explicit per-level budget is applied top level first",
@@ -276,17 +284,20 @@ MUTANTS: tuple[Mutant, ...] = (
         id="elders-levels-code",
         kind="level count (code)",
         file=_E,
-        old="    while power <= 2 * horizon - 1:",
-        new="    while power <= horizon:",
-        why="Elders counts levels with k^j ≤ T instead of k^j ≤ 2T − 1",
+        old="    top = 2 * horizon - 1\n",
+        new="    top = horizon\n",
+        why="Elders counts levels with k^j ≤ T instead of k^j ≤ 2T − 1 (in elders_levels, now"
+        " the one level count of the code and the declaration)",
         mechanisms=("elders",),
     ),
     Mutant(
         id="elders-levels-decl",
         kind="level count (declaration)",
         file=_E,
-        old='        L = s.get("levels", self._levels(s.get("horizon", self.horizon)))',
-        new='        L = s.get("levels", self._levels(s.get("horizon", self.horizon)) - 1 or 1)',
+        old='        L = self.levels_at(s.get("horizon", self.horizon), ops)\n'
+        "        scale = self.node_scale(",
+        new='        L = self.levels_at(s.get("horizon", self.horizon), ops) - 1 or 1\n'
+        "        scale = self.node_scale(",
         why="Elders declares one level too few (the declaration still sums to ε)",
         mechanisms=("elders",),
     ),
@@ -303,9 +314,8 @@ MUTANTS: tuple[Mutant, ...] = (
         id="elders-scale",
         kind="scale",
         file=_E,
-        old="        return Fraction(self._levels()) * self.sensitivity / self.design_epsilon",
-        new="        return Fraction(self._levels() - 1 or 1) * self.sensitivity"
-        " / self.design_epsilon",
+        old="        return Fraction(self.node_scale(self._levels()))",
+        new="        return Fraction(self.node_scale(self._levels() - 1 or 1))",
         why="Elders' node scale uses L − 1 levels",
         mechanisms=("elders",),
     ),
@@ -313,48 +323,52 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         id="sqrt-l1-uses-s2",
         kind="scale",
-        file=_F,
-        old="        return self.s1(T) * self.sensitivity / self.design_epsilon",
-        new="        return self.s2(T) * self.sensitivity / self.design_epsilon",
-        why="sqrt's Laplace scale uses the column's L2² norm S₂ < S₁",
+        file=_FC,
+        old="        return self.s1(horizon, ops) * delta / eps",
+        new="        return self.s2(horizon, ops) * delta / eps",
+        why="sqrt's Laplace scale uses the column's L2² norm S₂ < S₁ (in laplace_scale, the"
+        " one Laplace scale formula the draws, the plan and the declaration read)",
         mechanisms=("sqrt",),
     ),
     Mutant(
         id="sqrt-gaussian-rho",
         kind="zCDP composition",
-        file=_F,
-        old="            return self.s2(T) * self.sensitivity**2 / (2 * self.rho)",
-        new="            return self.s2(T) * self.sensitivity**2 / (4 * self.rho)",
-        why="factorization's Gaussian variance S₂Δ²/(4ρ): L2 sum 4ρ",
+        file=_FC,
+        old="        return self.s2(horizon, ops) * delta**2 / (2 * r)",
+        new="        return self.s2(horizon, ops) * delta**2 / (4 * r)",
+        why="factorization's Gaussian variance S₂Δ²/(4ρ): L2 sum 4ρ (in gaussian_variance, the"
+        " one formula the draws, the plan and gaussian_terms read)",
         mechanisms=("sqrt", "blt"),
     ),
     Mutant(
         id="sqrt-s1-large-t",
         kind="switch point",
-        file=_F,
-        old="    value = (2 * n + 1) / ctx.sqrt(ctx.pi * (ctx.mpf(n) + ctx.mpf(1) / 4))",
-        new="    value = (2 * n + 1) / ctx.sqrt(ctx.pi * (ctx.mpf(n) + ctx.mpf(1) / 2))",
-        why="sqrt's S₁ bound above 2¹⁶ uses c_n ≤ 1/√(π(n+1/2)), which is below c_n",
+        file=_FS,
+        old="    return (2 * n + 1) / ns.sqrt(ns.pi * (ns.mpf(n) + ns.mpf(1) / 4))",
+        new="    return (2 * n + 1) / ns.sqrt(ns.pi * (ns.mpf(n) + ns.mpf(1) / 2))",
+        why="sqrt's S₁ bound above 2¹⁶ uses c_n ≤ 1/√(π(n+1/2)), which is below c_n (in"
+        " sqrt_s1_bound, the one bound sqrt_s1 and the proofs evaluate)",
         mechanisms=("sqrt",),
     ),
     Mutant(
         id="sqrt-s2-large-t",
         kind="switch point",
-        file=_F,
-        old="    tail = ctx.log((ctx.mpf(horizon) * q - 3) / (ctx.mpf(K) * q - 3)) / ctx.pi",
-        new="    tail = ctx.log((ctx.mpf(horizon) * q - 3) / (ctx.mpf(K) * q - 3)) / (2 * ctx.pi)",
-        why="sqrt's S₂ tail bound above 2¹⁴ halved: below the true S₂",
+        file=_FS,
+        old="    return ns.log((ns.mpf(horizon) * four - 3) / (ns.mpf(start) * four - 3)) / ns.pi",
+        new="    return ns.log((ns.mpf(horizon) * four - 3) / (ns.mpf(start) * four - 3))"
+        " / (2 * ns.pi)",
+        why="sqrt's S₂ tail bound above 2¹⁴ halved: below the true S₂ (in sqrt_s2_tail, the"
+        " one tail bound sqrt_s2_upper and the proofs evaluate)",
         mechanisms=("sqrt",),
     ),
     Mutant(
         id="blt-s1-column",
         kind="scale",
-        file=_F,
-        old="                (w * (1 - t**n) / (1 - t)"
-        " for t, w in zip(self.theta, self.omega, strict=True)),",
-        new="                (w * (1 - t ** (n - 1)) / (1 - t)"
-        " for t, w in zip(self.theta, self.omega, strict=True)),",
-        why="BLT's S₁ drops the last column entry: scale below S₁Δ/ε",
+        file=_FB,
+        old="        total += wn * (1 - tn**n) / (1 - tn)",
+        new="        total += wn * (1 - tn ** (n - 1)) / (1 - tn)",
+        why="BLT's S₁ drops the last column entry: scale below S₁Δ/ε (blt_column_sum is now"
+        " the one function of S₁ and S₂, so S₂ drops it too)",
         mechanisms=("blt",),
     ),
     # ------------------------------------------------------------------ smooth
@@ -362,19 +376,22 @@ MUTANTS: tuple[Mutant, ...] = (
         id="smooth-item-count",
         kind="level count (code)",
         file=_S,
-        old="    return sum(1 for j in range(1, half + 1) if comb(depth - j, half) <= horizon)",
-        new="    return sum(1 for j in range(1, half + 1) if comb(depth - j, half) < horizon)",
-        why="smooth binary's item count misses a node at T = binom(d − j, d/2)",
+        old="        cases = [(ops.le(comb(2 * half - j, half), horizon), half - j + 1)"
+        " for j in range(1, half)]",
+        new="        cases = [(ops.lt(comb(2 * half - j, half), horizon), half - j + 1)"
+        " for j in range(1, half)]",
+        why="smooth binary's item count misses a node at T = binom(d − j, d/2), j < d/2"
+        " (the j = d/2 term, binom = 1 ≤ T, is now the chain's constant 1)",
         mechanisms=("smooth",),
     ),
     Mutant(
         id="smooth-scale",
         kind="scale",
         file=_S,
-        old="        return Fraction(self.depth // 2) * self.sensitivity / self.design_epsilon",
-        new="        return Fraction(self.depth // 2 - 1 or 1) * self.sensitivity"
-        " / self.design_epsilon",
-        why="smooth binary's node scale uses d/2 − 1 nodes per item",
+        old="        return ops.number(depth) / 2 * sensitivity / epsilon",
+        new="        return (ops.number(depth) / 2 - 1 or 1) * sensitivity / epsilon",
+        why="smooth binary's node scale uses d/2 − 1 nodes per item (in node_scale, the one"
+        " scale function the draws and the declaration read)",
         mechanisms=("smooth",),
     ),
     Mutant(
@@ -393,17 +410,20 @@ MUTANTS: tuple[Mutant, ...] = (
         id="window-scale",
         kind="scale",
         file=_W,
-        old="        return (self.cap + 1) * self.sensitivity / self.design_epsilon",
-        new="        return max(self.cap, 1) * self.sensitivity / self.design_epsilon",
-        why="WindowSum's scale uses ⌊log₂W⌋ levels instead of ⌊log₂W⌋ + 1",
+        old="        return self.levels(ops, **s) * delta / eps",
+        new="        return (self.levels(ops, **s) - 1 or 1) * delta / eps",
+        why="WindowSum's scale uses ⌊log₂W⌋ levels (1 at W = 1) instead of ⌊log₂W⌋ + 1 (in"
+        " scale(), the one scale function the draws and the declaration read)",
         mechanisms=("window",),
     ),
     Mutant(
         id="window-levels-decl",
         kind="level count (declaration)",
         file=_W,
-        old='        L = s.get("levels", self.levels())',
-        new='        L = s.get("levels", max(self.levels() - 1, 1))',
+        old='        return [BudgetTerm("level", self.levels(ops, **s), self.scale(ops, **s))]',
+        new="        L = self.levels(ops, **s) - 1 or 1\n"
+        '        eps = s.get("epsilon", self.design_epsilon)\n'
+        '        return [BudgetTerm("level", L, L * s.get("sensitivity", self.sensitivity) / eps)]',
         why="WindowSum declares one level too few (the declaration still sums to ε)",
         mechanisms=("window",),
     ),
@@ -411,8 +431,8 @@ MUTANTS: tuple[Mutant, ...] = (
         id="allwindow-level-index",
         kind="scale",
         file=_W,
-        old="                self._zeta_up * power_upper(j, self.delta)",
-        new="                self._zeta_up * power_upper(max(j - 1, 1), self.delta)",
+        old="            zeta_v, power = self._zeta_up, power_upper(int(k), delta)",
+        new="            zeta_v, power = self._zeta_up, power_upper(max(int(k) - 1, 1), delta)",
         why="AllWindowSum's level k gets level k−1's ε_k: the ζ series exceeds ε",
         mechanisms=("allwindow",),
     ),
@@ -420,10 +440,11 @@ MUTANTS: tuple[Mutant, ...] = (
         id="exponential-no-delta",
         kind="item sensitivity",
         file=_X,
-        old="            ceil_float(self.sensitivity_bounds[1] * self.sensitivity"
-        " / self.design_epsilon)",
-        new="            ceil_float(self.sensitivity_bounds[1] / self.design_epsilon)",
-        why="ExponentialSum's scale forgets Δ (invisible on bits, where Δ = 1)",
+        old='        exact = S * s.get("sensitivity", self.sensitivity)'
+        ' / s.get("epsilon", self.design_epsilon)',
+        new='        exact = S / s.get("epsilon", self.design_epsilon)',
+        why="ExponentialSum's scale forgets Δ (invisible on bits, where Δ = 1; in scale(),"
+        " the one scale function the draws and the declaration read)",
         mechanisms=("exponential",),
     ),
     Mutant(
@@ -451,7 +472,7 @@ MUTANTS: tuple[Mutant, ...] = (
         id="dlap-zero-doubled",
         kind="sampler",
         file=_N,
-        old="        if negative and y == 0:\n            continue\n",
+        old="    if negative and y == 0:\n        return None\n",
         new="",
         why="discrete Laplace keeps −0: P[0] doubled (≈ +ln 2 per node)",
         mechanisms=("binary",),
@@ -513,18 +534,20 @@ MUTANTS: tuple[Mutant, ...] = (
         id="amplification-p1-replace",
         kind="sanitizer",
         file=_A,
-        old='        return eps if neighbours == "add-remove" else 2 * eps',
-        new="        return eps",
-        why="at p = 1 the replace-one bound is 2ε₀, not ε₀",
+        old='    return epsilon if neighbours == "add-remove" else 2 * epsilon',
+        new="    return epsilon",
+        why="at p = 1 the replace-one bound is 2ε₀, not ε₀ (in amplification_cap, which is"
+        " now also the cap of the p < 1 bound)",
         mechanisms=("binary",),
     ),
     Mutant(
         id="amplification-replace-sign",
         kind="sanitizer",
         file=_A,
-        old="ctx.log1p(-pm * (-ctx.expm1(-e)))",
-        new="ctx.log1p(pm * (-ctx.expm1(-e)))",
-        why="replace-one amplification divides by 1 + p(1 − e^{−ε₀}) instead of 1 − p(1 − e^{−ε₀})",
+        old="ops.log1p(-p * (-ops.expm1(-epsilon)))",
+        new="ops.log1p(p * (-ops.expm1(-epsilon)))",
+        why="replace-one amplification divides by 1 + p(1 − e^{−ε₀}) instead of 1 − p(1 − e^{−ε₀})"
+        " (in amplified_epsilon, the one formula the bound and the proofs evaluate)",
         mechanisms=("binary",),
     ),
     Mutant(
@@ -540,9 +563,10 @@ MUTANTS: tuple[Mutant, ...] = (
         id="threshold-delta",
         kind="sanitizer",
         file=_H,
-        old='        delta = 2 if self.neighbours == "replace" else 1',
-        new="        delta = 1",
-        why="the threshold sanitizer's histogram tree built with Δ = 1 under replace-one",
+        old='LEAVES_TOUCHED: dict[str, int] = {"replace": 2, "add-remove": 1}',
+        new='LEAVES_TOUCHED: dict[str, int] = {"replace": 1, "add-remove": 1}',
+        why="the threshold sanitizer's histogram tree built with Δ = 1 under replace-one (in"
+        " LEAVES_TOUCHED, the one source of leaf_domain, the tree's domain and its Δ)",
         mechanisms=("binary",),
     ),
     Mutant(

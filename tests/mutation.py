@@ -5,9 +5,10 @@ For each mutant of :mod:`mutants` (tests/mutants.py) a scratch copy of ``dpref/`
 is run there with ``PYTHONPATH`` pointing at the copy.  The mutant is *killed* when verify —
 alone, not the test suite — exits non-zero; the kill is *deterministic* when at least one
 failed row is deterministic (an exact check: proofs, plans, agreement, golden, the exact
-audit parts, the coverage rows), and *statistical* when only sampled audits or
-conformance tests failed.  A run that ends with a traceback (exit code other than 0, 1) is
-recorded as ``crash`` (verify still fails, deterministically).
+audit parts, the coverage rows, the samplers' exact laws, the floats' scripted draws), and
+*statistical* when only sampled audits or conformance tests failed.  A run that ends with
+a traceback (exit code other than 0, 1) is recorded as ``crash`` (verify still fails,
+deterministically).
 
 The copy really is what runs: :func:`check_scratch_imports` asserts that ``dpref`` and
 ``proofs`` are imported from it (the entry points of the verify suites are read from the
@@ -49,8 +50,13 @@ ROOT = Path(__file__).resolve().parents[1]
 """The repository root (the package copied is the one beside the tests)."""
 PACKAGES = ("dpref", "proofs")
 """Copied to the scratch directory."""
-DETERMINISTIC_SUITES = frozenset({"proofs", "plans", "agreement", "golden", "coverage"})
-"""Suites whose rows are exact (a failure is a deterministic kill)."""
+DETERMINISTIC_SUITES = frozenset(
+    {"proofs", "plans", "agreement", "golden", "coverage", "samplers", "floats"}
+)
+"""Suites whose rows are exact (a failure is a deterministic kill): ``samplers`` enumerates
+the samplers' laws exactly, ``floats`` drives every path with scripted draws."""
+MIXED_SUITES = frozenset({"audit", "audit-gaussian", "sanitize"})
+"""Suites with exact and sampled parts (:func:`_deterministic` reads the failed row)."""
 STATISTICAL_MARKERS = ("audit: ", "does not conform", "sampled")
 """A failed audit/sanitize problem mentioning one of these is statistical."""
 TIMEOUT = 900

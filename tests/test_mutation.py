@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from mutants import KINDS, MUTANTS, Mutant
 from mutation import (
+    DETERMINISTIC_SUITES,
+    MIXED_SUITES,
     MutantError,
     Outcome,
     check_applies,
@@ -51,6 +53,19 @@ def test_a_snippet_that_is_missing_or_repeated_is_an_error(tmp_path: Path) -> No
     assert validate([Mutant(id="gone", old="w = 0\n", **base)], tmp_path) != []
 
 
+def test_every_installed_verify_suite_is_classified() -> None:
+    """A suite the harness does not know counts as statistical: a new exact suite (as
+    ``samplers`` and ``floats`` were) must be added to DETERMINISTIC_SUITES, or its kills
+    are under-reported."""
+    from dpref.plugins import VERIFY, ordered
+
+    names = {
+        ep.name.partition("-")[2] if ep.name[:1].isdigit() else ep.name for ep in ordered(VERIFY)
+    }
+    assert names - DETERMINISTIC_SUITES - MIXED_SUITES == set()
+    assert {"samplers", "floats"} <= DETERMINISTIC_SUITES
+
+
 def test_an_outcome_is_classified_by_its_rows() -> None:
     def outcome(rc: int, *rows: tuple[str, str, str]) -> Outcome:
         failed = [{"suite": s, "mechanism": m, "detail": d} for s, m, d in rows]
@@ -61,6 +76,9 @@ def test_an_outcome_is_classified_by_its_rows() -> None:
     assert outcome(1, ("audit", "binary", "audit: ε ≥ 1.2 proven")).verdict == "statistical"
     assert outcome(1, ("audit", "binary", "exact loss 2 > declared 1")).verdict == "deterministic"
     assert outcome(1, ("sanitize", "tree counts, sampled audit", "")).verdict == "statistical"
+    assert outcome(1, ("samplers", "discrete_laplace", "x")).verdict == "deterministic"
+    assert outcome(1, ("floats", "binary", "x")).verdict == "deterministic"
+    assert outcome(1, ("unknown-suite", "binary", "x")).verdict == "statistical"
     assert outcome(2).verdict == "crash"
 
 
