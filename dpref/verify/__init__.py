@@ -241,7 +241,19 @@ def run_verify(
 
 
 def _run_part(part: Part) -> list[VerifyRow]:
-    return part.suite(part.opts)
+    """The part's rows; a part that raises is one failed row naming the error.
+
+    The options were validated before any part runs (the mechanism names included), so an
+    exception inside a check is the checked code failing — a mechanism whose plan cannot be
+    built, a declaration that divides by zero — and is reported as such, with the rest of
+    the table, rather than ending the run (^C and SIGTERM still end it)."""
+    try:
+        return part.suite(part.opts)
+    except Exception as exc:
+        name = getattr(part.suite, "__name__", "suite").removesuffix("_suite")
+        subject = ",".join(part.opts.mechanisms) or "all"
+        detail = f"the check raised {type(exc).__name__}: {exc}"
+        return [VerifyRow(name, subject, 1, 1, detail=" ".join(detail.split())[:2000])]
 
 
 def _run_parallel(
