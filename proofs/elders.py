@@ -60,15 +60,12 @@ from dpref.mechanisms.base import MAX_HORIZON
 from dpref.mechanisms.elders import MAX_K, block_first_use, elders_levels, elders_scale
 from proofs.core import (
     ClaimResult,
-    Delta,
     Outcome,
     ProofFailure,
-    T,
     about_code,
     check_identity,
     check_sign,
     checked,
-    eps,
     label,
     lemma,
     run_claim,
@@ -76,11 +73,9 @@ from proofs.core import (
 from proofs.smt import primitive_lemmas
 from proofs.tree_smt import (
     CountZ3Ops,
-    PiecewiseOps,
-    indicators_as_symbols,
+    declared_budget_steps,
     levels_characterised,
     prove_for_all_T,
-    to_z3,
 )
 
 __all__ = ["PROOFS"]
@@ -156,21 +151,11 @@ def _membership(cls: type[Any]) -> Outcome:
 
 def _budget(cls: type[Any]) -> Outcome:
     ops = CountZ3Ops()
-    sym = PiecewiseOps()
     T_ = ops.var("T")
     for k_ in ARITIES:
         m = cls(epsilon=1, horizon=16, k=k_)
-        terms = m.budget_terms(sym, horizon=T, epsilon=eps, sensitivity=Delta)
-        total = sum((t.membership * Delta / t.scale for t in terms), sp.Integer(0))
-        check_identity(indicators_as_symbols(total), eps, f"k={k_}: Σ membership·Δ/scale")
-        count = sum((sp.sympify(t.membership) for t in terms), sp.Integer(0))
-        declared = to_z3(count, {T: T_}, ops)
-        prove_for_all_T(
-            levels_characterised(ops, declared, _usable(ops, T_, k_), _top(k_)),
-            f"{m!r}: the declared membership is #{{j : (k^j + 1)/2 ≤ T}}",
-            ops,
-            T_,
-        )
+        what = "#{j : (k^j + 1)/2 ≤ T}"
+        declared_budget_steps(m, k_, T_, _usable(ops, T_, k_), _top(k_), what, ops)
     for k_ in (3, 5, 19):
         for horizon in (1, 2, 13, 14, 100, 4096):
             mt = cls(epsilon=Fraction(7, 10), horizon=horizon, k=k_)

@@ -24,7 +24,7 @@ from typing import Any
 import sympy as sp
 
 from dpref.mechanisms.base import MAX_HORIZON
-from proofs.core import SymbolicOps
+from proofs.core import Delta, SymbolicOps, T, check_identity, eps
 from proofs.smt import Z3Ops, prove_smt, require_z3
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "CountZ3Ops",
     "FreeEnd",
     "PiecewiseOps",
+    "declared_budget_steps",
     "horizon_range",
     "indicators_as_symbols",
     "levels_characterised",
@@ -208,3 +209,27 @@ def indicators_as_symbols(expr: Any) -> Any:
     atoms = sorted(e.atoms(sp.Piecewise), key=sp.default_sort_key)
     subs = {a: sp.Symbol(f"I_{n}", integer=True, nonnegative=True) for n, a in enumerate(atoms)}
     return e.xreplace(subs)
+
+
+def declared_budget_steps(
+    m: Any, k: int, T_: Any, usable: Callable[[int], Any], top: int, what: str, ops: CountZ3Ops
+) -> None:
+    """The symbolic part of a tree's ``budget`` claim, on the mechanism ``m`` of arity ``k``.
+
+    ``m.budget_terms`` is evaluated at symbolic T, ε, Δ (:class:`PiecewiseOps`: its level
+    count is a sum of indicators); ``Σ membership·Δ/scale`` must simplify to ε with the
+    indicators free, and the declared membership, translated to z3, must be the count
+    characterised by ``usable``/``top`` (over the z3 horizon ``T_``) for every
+    ``1 ≤ T ≤ 2⁶²`` (``what`` names it).
+    Raises :class:`~proofs.core.ProofFailure` otherwise."""
+    terms = m.budget_terms(PiecewiseOps(), horizon=T, epsilon=eps, sensitivity=Delta)
+    total = sum((t.membership * Delta / t.scale for t in terms), sp.Integer(0))
+    check_identity(indicators_as_symbols(total), eps, f"k={k}: Σ membership·Δ/scale")
+    count = sum((sp.sympify(t.membership) for t in terms), sp.Integer(0))
+    declared = to_z3(count, {T: T_}, ops)
+    prove_for_all_T(
+        levels_characterised(ops, declared, usable, top),
+        f"{m!r}: the declared membership is {what}",
+        ops,
+        T_,
+    )

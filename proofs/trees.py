@@ -83,7 +83,6 @@ from proofs.core import (
     Delta,
     Outcome,
     ProofFailure,
-    T,
     about_code,
     check_identity,
     check_sign,
@@ -97,11 +96,9 @@ from proofs.smt import primitive_lemmas
 from proofs.tree_smt import (
     CountZ3Ops,
     FreeEnd,
-    PiecewiseOps,
-    indicators_as_symbols,
+    declared_budget_steps,
     levels_characterised,
     prove_for_all_T,
-    to_z3,
 )
 
 __all__ = ["PROOFS", "gls_row"]
@@ -178,22 +175,12 @@ def _membership(cls: type[Any]) -> Outcome:
 
 def _budget(cls: type[Any]) -> Outcome:
     ops = CountZ3Ops()
-    sym = PiecewiseOps()
     T_ = ops.var("T")
     done = []
     for k_ in _arities(cls):
         m = _instance(cls, k_)
-        terms = m.budget_terms(sym, horizon=T, epsilon=eps, sensitivity=Delta)
-        total = sum((t.membership * Delta / t.scale for t in terms), sp.Integer(0))
-        check_identity(indicators_as_symbols(total), eps, f"k={k_}: Σ membership·Δ/scale")
-        count = sum((sp.sympify(t.membership) for t in terms), sp.Integer(0))
-        declared = to_z3(count, {T: T_}, ops)
-        prove_for_all_T(
-            levels_characterised(ops, declared, _usable(ops, T_, k_), _top(k_)),
-            f"{m!r}: the declared membership is ⌊log_k T⌋ + 1",
-            ops,
-            T_,
-        )
+        what = "⌊log_k T⌋ + 1"
+        declared_budget_steps(m, k_, T_, _usable(ops, T_, k_), _top(k_), what, ops)
         for horizon in sorted(x for x in {1, 2, k_, k_ * k_ - 1, 100, 4096} if x <= 4096):
             mt = _instance_at(cls, k_, horizon)
             (term,) = mt.budget_terms()
