@@ -14,25 +14,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "proofs.md"
 START, END = "<!-- proof-counts:start -->", "<!-- proof-counts:end -->"
-HEADERS = ("proven about the code", "proven lemma", "checked", "note", "FAILED")
 
 
 def table() -> str:
     """The Markdown table of ``dpref prove``'s counts per subject, with a total row."""
     from proofs.cli import counts_by_mechanism
+    from proofs.core import FAILED, KINDS
     from proofs.registry import prove_all
 
+    headers = (*KINDS, FAILED)
     counts = counts_by_mechanism(prove_all())
     lines = [
-        "| subject | " + " | ".join(HEADERS) + " |",
-        "|---|" + "---:|" * len(HEADERS),
+        "| subject | " + " | ".join(headers) + " |",
+        "|---|" + "---:|" * len(headers),
     ]
-    total = dict.fromkeys(HEADERS, 0)
+    total = dict.fromkeys(headers, 0)
     for name, by_kind in counts.items():
-        lines.append(f"| {name} | " + " | ".join(str(by_kind[h]) for h in HEADERS) + " |")
-        for h in HEADERS:
+        lines.append(f"| {name} | " + " | ".join(str(by_kind[h]) for h in headers) + " |")
+        for h in headers:
             total[h] += by_kind[h]
-    lines.append("| **total** | " + " | ".join(f"**{total[h]}**" for h in HEADERS) + " |")
+    lines.append("| **total** | " + " | ".join(f"**{total[h]}**" for h in headers) + " |")
     return "\n".join(lines)
 
 

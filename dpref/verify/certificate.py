@@ -111,21 +111,19 @@ def environment() -> dict[str, Any]:
     }
 
 
-PROOF_KINDS = ("proven about the code", "proven lemma", "checked", "note", "FAILED")
-"""The proof labels, strongest first (``proofs.core.KINDS`` and ``FAILED``)."""
-
-
 def proof_kinds(rows: Sequence[VerifyRow]) -> dict[str, dict[str, int]]:
     """``{subject: {kind: n}}`` from the proofs suite's rows (each carries its claims'
-    counts per label in ``extra["kinds"]``), plus a ``total``; empty without proof rows."""
+    counts per label, strongest first, in ``extra["kinds"]``; the labels are the proofs'
+    own, not named here), plus a ``total``; empty without proof rows."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         kinds = row.extra.get("kinds")
-        if row.suite != "proofs" or not isinstance(kinds, dict):
-            continue
-        out[row.mechanism] = {k: int(kinds.get(k, 0)) for k in PROOF_KINDS}
+        if row.suite == "proofs" and isinstance(kinds, dict):
+            out[row.mechanism] = {str(k): int(v) for k, v in kinds.items()}
     if out:
-        out["total"] = {k: sum(v[k] for v in out.values()) for k in PROOF_KINDS}
+        names = list(dict.fromkeys(k for by_kind in out.values() for k in by_kind))
+        out = {m: {k: by_kind.get(k, 0) for k in names} for m, by_kind in out.items()}
+        out["total"] = {k: sum(by_kind[k] for by_kind in out.values()) for k in names}
     return out
 
 
@@ -134,8 +132,7 @@ def proof_kinds_line(rows: Sequence[VerifyRow]) -> str | None:
     kinds = proof_kinds(rows)
     if not kinds:
         return None
-    total = kinds["total"]
-    return "proof claims: " + ", ".join(f"{total[k]} {k}" for k in PROOF_KINDS)
+    return "proof claims: " + ", ".join(f"{n} {kind}" for kind, n in kinds["total"].items())
 
 
 def build_certificate(
@@ -189,11 +186,11 @@ def _kinds_table(kinds: dict[str, dict[str, int]]) -> list[str]:
         "What each proof claim established (docs/proofs.md): proven about the code, a lemma "
         "about the maths only, an exhaustive check up to a bound, or a note (a citation).",
         "",
-        "| subject | " + " | ".join(PROOF_KINDS) + " |",
-        "|---|" + "---:|" * len(PROOF_KINDS),
+        "| subject | " + " | ".join(kinds["total"]) + " |",
+        "|---|" + "---:|" * len(kinds["total"]),
     ]
     for name, by_kind in kinds.items():
-        cells = " | ".join(str(by_kind.get(k, 0)) for k in PROOF_KINDS)
+        cells = " | ".join(str(n) for n in by_kind.values())
         lines.append(f"| {_cell(name)} | {cells} |")
     return [*lines, ""]
 
