@@ -140,7 +140,8 @@ def _membership(cls: type[Any]) -> Outcome:
         how = prove_for_all_T(statement, f"{m!r}: levels and item 1's blocks", ops, T_)
         done.append(f"{k_} ({how})" if k_ in (3, 19, MAX_K) else str(k_))
     return about_code(
-        "for every 1 ≤ T ≤ 2⁶²: levels_at(T) = #{j : (k^j + 1)/2 ≤ T} (the levels some output "
+        "for every 1 ≤ T ≤ 2⁶² and each odd k ≤ 63 and k = 2²⁰ + 1 (other odd k are not "
+        "covered): levels_at(T) = #{j : (k^j + 1)/2 ≤ T} (the levels some output "
         "t ≤ T uses, r_j(t) ≠ 0); item 1's level-j block [1, k^j] is first used at "
         "block_first_use(0, j) ≤ T for each of them, so item 1 lies in L released nodes; "
         "an item lies in one aligned block per level, so in at most L",
@@ -164,7 +165,8 @@ def _budget(cls: type[Any]) -> Outcome:
             if term.membership != mt.levels_at(horizon) or drawn != {term.scale}:
                 raise ProofFailure(f"{mt!r}: declared {term}, the release draws {sorted(drawn)}")
     return about_code(
-        "Σ_{n ∋ item} Δ/b_n = L·Δ/(LΔ/ε) = ε for every 1 ≤ T ≤ 2⁶²",
+        "Σ_{n ∋ item} Δ/b_n = L·Δ/(LΔ/ε) = ε for every 1 ≤ T ≤ 2⁶² (the arities of the "
+        "membership row)",
         evaluates=[cls.budget_terms, cls.levels_at, cls.node_scale, elders_levels, elders_scale],
         detail="budget_terms evaluated at symbolic T, ε, Δ: Σ membership·Δ/scale = ε by sympy "
         "(indicators free); the declared membership proven = #{j : (k^j + 1)/2 ≤ T} by z3 "

@@ -163,7 +163,8 @@ def _membership(cls: type[Any]) -> Outcome:
         how = prove_for_all_T(ops.z3.And(*parts), f"{m!r}: levels and item 1's nodes", ops, T_)
         done.append(f"k={k_} ({how})")
     return about_code(
-        "for every 1 ≤ T ≤ 2⁶²: levels_at(T) = ⌊log_k T⌋ + 1 (j < L ⟺ k^j ≤ T); item 1 lies in "
+        "for every 1 ≤ T ≤ 2⁶² and each arity proven (k = 2 … 64, 2³¹, 2⁶²; Honaker k = 2; "
+        "other k are not covered): levels_at(T) = ⌊log_k T⌋ + 1 (j < L ⟺ k^j ≤ T); item 1 lies in "
         "a released node of each level < L (the release rule end_level, uncombined and "
         "combined); no node of level ≥ L is released at any end; so the worst item lies in "
         "L nodes (an item lies in one aligned interval per level)",
@@ -196,7 +197,8 @@ def _budget(cls: type[Any]) -> Outcome:
                 )
         done.append(f"k={k_}")
     return about_code(
-        "Σ_{n ∋ item} Δ/b_n = ε for every 1 ≤ T ≤ 2⁶² (uniform level budget)",
+        "Σ_{n ∋ item} Δ/b_n = ε for every 1 ≤ T ≤ 2⁶² (uniform level budget; the arities of "
+        "the membership row)",
         evaluates=[cls.budget_terms, cls.levels_at, cls.level_scale, uniform_split, tree_levels],
         detail="budget_terms evaluated at symbolic T, ε, Δ (its level count a sum of "
         "indicators [k^j ≤ T]): Σ membership·Δ/scale = ε by sympy with the indicators "
