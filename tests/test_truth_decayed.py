@@ -8,6 +8,7 @@ function it evaluates is wrong.  Every test here is cheap (small limits, one mec
 
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction
 from typing import Any
 
@@ -21,6 +22,12 @@ from dpref.verify.plans import plan_suite
 from proofs import FAILED, prove
 from proofs.cli import verify_suite
 from proofs.core import PROVEN_CODE
+
+# The proof modules bind the functions they evaluate at import; import them now, before any
+# test below patches those functions, so that a patch cannot outlive its test through them.
+importlib.import_module("proofs.decayed")
+importlib.import_module("proofs.decayed_code")
+importlib.import_module("proofs.sanitize")
 
 SMALL = 64
 """Exhaustive limit of the deliberately wrong subclasses' proofs."""

@@ -8,6 +8,7 @@ each function a "proven about the code" claim evaluates, when broken, fails that
 
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction
 from typing import Any
 
@@ -23,6 +24,11 @@ from dpref.verify import VerifyOptions
 from dpref.verify.plans import plan_suite
 from proofs import FAILED, PROVEN, prove
 from proofs.core import run_claim
+
+# The proof modules bind the functions they evaluate at import; import them now, before any
+# test below patches those functions, so that a patch cannot outlive its test through them.
+importlib.import_module("proofs.factorization")
+importlib.import_module("proofs.zcdp")
 
 
 class ShortSqrt(SqrtFactorization):

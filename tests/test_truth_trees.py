@@ -9,6 +9,7 @@ function it evaluates is monkeypatched wrong.  No statistics: exact comparisons.
 
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction
 from typing import Any
 
@@ -24,6 +25,11 @@ from dpref.mechanisms.tree_arith import uniform_split
 from dpref.verify import VerifyOptions
 from dpref.verify.plans import plan_suite
 from proofs.registry import prove
+
+# The proof modules bind the functions they evaluate at import; import them now, before any
+# test below patches those functions, so that a patch cannot outlive its test through them.
+importlib.import_module("proofs.trees")
+importlib.import_module("proofs.elders")
 
 pytest.importorskip("z3")
 
