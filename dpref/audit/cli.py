@@ -42,7 +42,7 @@ from dpref.registry import MECHANISM_PARAMS, mechanism_names, parameter_flags
 from dpref.validation import check_fraction, fmt
 
 if TYPE_CHECKING:
-    from dpref.audit.targets import Target
+    from dpref.audit.isolation.targets import Target
 
 # The audit machinery (scipy.stats) is imported by the commands when they run, not
 # when `dpref --help` builds the parser.
@@ -53,7 +53,7 @@ EXIT_INCONCLUSIVE = 3
 """Exit code of an inconclusive audit or conformance run (0 pass, 1 violation, 2 bad input)."""
 
 _PROTOCOLS = ("rng", "callback")
-"""The noise protocols of ``--exact`` (:data:`dpref.audit.recording.PROTOCOLS`; a test
+"""The noise protocols of ``--exact`` (:data:`dpref.audit.isolation.recording.PROTOCOLS`; a test
 keeps the two equal without importing the audit machinery here)."""
 
 _EXIT_EPILOG = (
@@ -105,7 +105,7 @@ def _mechanism_named(args: argparse.Namespace, name: str) -> Mechanism:
 
 
 def _target(args: argparse.Namespace) -> Target:
-    from dpref.audit.targets import as_target
+    from dpref.audit.isolation.targets import as_target
 
     spec = args.target
     if spec in mechanism_names():
@@ -469,7 +469,7 @@ def add_parser(subparsers: Any) -> None:
         help="the claimed μ of μ-GDP, e.g. 1, 0.5, 3/2 (replaces a built-in's declared ρ; with "
         "--exact: a target drawing normal noise); an (ε, δ) claim is --epsilon E --delta D",
     )
-    # --exact: exact audit of a noise-injectable target (dpref/audit/structural.py)
+    # --exact: exact audit of a noise-injectable target (dpref/audit/injected/structural.py)
     p.add_argument(
         "--exact",
         action="store_true",
@@ -535,7 +535,7 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)
         return run_exact_cli(args)
-    from dpref.audit.loss import audit
+    from dpref.audit.pure.loss import audit
 
     T = _need_horizon(args)
     delta = _check_claim_options(args)
@@ -579,7 +579,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
 def run_conform(args: argparse.Namespace) -> int:
     """``dpref conform``."""
-    from dpref.audit.conform import conform
+    from dpref.audit.conformance.conform import conform
 
     _check_ranges(args)
     T = _need_horizon(args)
@@ -626,7 +626,7 @@ def run_exact_cli(args: argparse.Namespace) -> int:
     1 (violation) or 3 (inconclusive: the loss could not be computed, or only a bound).
     The claim is ``--epsilon`` (pure ε, Laplace draws), ``--rho`` (ρ-zCDP) or ``--mu``
     (μ-GDP) — normal draws; a built-in Gaussian target is built from ``--rho``."""
-    from dpref.audit.structural import exact_audit
+    from dpref.audit.injected.structural import exact_audit
 
     if args.horizon is None:
         raise ParameterError("horizon=None: give --horizon T")

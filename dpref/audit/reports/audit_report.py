@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.exact import ExactLoss
-from dpref.audit.targets import Finding
+from dpref.audit.isolation.targets import Finding
+from dpref.audit.pure.exact import ExactLoss
 
 __all__ = [
     "EXIT_CODES",
@@ -59,7 +59,8 @@ that the reference never shows (an exception, NaN, a wrong length): exit 1."""
 
 
 def golden_exit_code(result: Any) -> int:
-    """The exit code of ``dpref golden run`` for a :class:`~dpref.audit.golden_run.GoldenRun`:
+    """The exit code of ``dpref golden run`` for a
+    :class:`~dpref.audit.conformance.golden_run.GoldenRun`:
     0 every vector matched; 1 a wrong output or a defect finding on some vector
     (non-conformance); 3 the target only timed out, was given up on or left vectors
     unrun (nothing proven wrong, nothing established)."""
@@ -135,10 +136,10 @@ class EventResult:
     """The projected bound that got it chosen."""
     mu_lower_bound: float | None = None
     """Approximate-DP view: ``Φ⁻¹(p_low) − Φ⁻¹(p_high)``
-    (:func:`~dpref.audit.gdp.mu_lower_bound`)."""
+    (:func:`~dpref.audit.gaussian.gdp.mu_lower_bound`)."""
     zcdp_rho_lower_bound: float | None = None
     """Approximate-DP view: the Bernoulli Rényi bound on ρ
-    (:func:`~dpref.audit.gdp.zcdp_lower_bound`)."""
+    (:func:`~dpref.audit.gaussian.gdp.zcdp_lower_bound`)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (the approximate-DP keys only in that view)."""
@@ -224,7 +225,8 @@ class AuditReport:
     claimed_rho: Fraction | None = None
     """ρ of a ρ-zCDP claim, or the ρ a μ-GDP claim was given as (exact)."""
     isolation: str | None = None
-    """Where a black-box target ran (:data:`dpref.audit.sandbox.LEVELS`); None: in-process."""
+    """Where a black-box target ran (:data:`dpref.audit.isolation.sandbox.LEVELS`); None:
+    in-process."""
     claimed_delta: Fraction | None = None
     """δ of an (ε, δ) claim (exact)."""
     mu_star: float | None = None
@@ -234,7 +236,7 @@ class AuditReport:
     model_mu: float | None = None
     """The chosen pair's exact μ under a Gaussian built-in's / reference's model."""
     pairs_design: str = ""
-    """Which positions the screened pairs flip (:func:`~dpref.audit.pairs.cover_design`)."""
+    """Which positions the screened pairs flip (:func:`~dpref.audit.pure.pairs.cover_design`)."""
 
     @property
     def claimed_mu(self) -> float | None:

@@ -16,9 +16,9 @@ unexpected seq, too many or too large arrays, a dtype other than float64, nonzer
 padding) is a :class:`ProtocolError`.
 
 Ops are numbers in :data:`OPS`; the worker's dispatch table
-(:data:`dpref.audit.worker.HANDLERS`) maps each to a handler that returns a
+(:data:`dpref.audit.isolation.worker.HANDLERS`) maps each to a handler that returns a
 :class:`Frame` carrying any number of float64 arrays, so a new op needs one handler
-there and one method on the parent's side (:class:`dpref.audit.supervisor.Worker`).
+there and one method on the parent's side (:class:`dpref.audit.isolation.supervisor.Worker`).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ reply: arrays = [outputs (count, T)] or a failure status, count = the failing ca
 OP_PROGRESS = 100
 """Worker → parent, during a request: count = calls done so far (a heartbeat)."""
 OP_SCRIPTED = 3
-"""One call with dpref's scripted noise object (:mod:`dpref.audit.recording`): request
+"""One call with dpref's scripted noise object (:mod:`dpref.audit.isolation.recording`): request
 arrays ``[stream (T,), script (K,)]`` and the protocol name as text; reply arrays
 ``[outputs (T,), laplace scales (n,)]`` and the other requests as JSON text."""
 OP_INJECTED = 4

@@ -50,7 +50,7 @@ import numpy.typing as npt
 from scipy import optimize, special, stats
 
 from dpref.accounting import GaussianDP
-from dpref.audit.audit_report import EventResult
+from dpref.audit.reports.audit_report import EventResult
 from dpref.audit.stats import SHAVE
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism

@@ -428,7 +428,7 @@ def kill_tree(root: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python dpref/audit/sandbox.py COMMAND [ARG…]``: run an external command in the
+    """``python dpref/audit/isolation/sandbox.py COMMAND [ARG…]``: run an external command in the
     sandbox (``golden run --command``); exit as it does.  Whatever it started is killed
     when it ends (the namespace's init, or the subreaper here)."""
     args = sys.argv[1:] if argv is None else argv

@@ -9,7 +9,7 @@ Two kinds of target:
 
 * a Python callable ``f(stream, noise) -> outputs`` named ``module:function`` or
   ``path/to/file.py:function``, imported and called only in a worker process, as audit
-  targets are (:mod:`dpref.audit.worker`): its exceptions, hangs (``timeout``), exits,
+  targets are (:mod:`dpref.audit.isolation.worker`): its exceptions, hangs (``timeout``), exits,
   outputs of the wrong shape or type and non-finite outputs are findings, never a dpref
   traceback.  A callable that sets ``f.dpref_golden = "vector"`` is called
   ``f(stream, noise, config)`` with the vector's configuration (:data:`CONFIG_KEYS`), so
@@ -36,12 +36,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit import protocol as P
-from dpref.audit import sandbox
+from dpref.audit.isolation import protocol as P
+from dpref.audit.isolation import sandbox
+from dpref.audit.isolation.supervisor import Worker, WorkerDied
+from dpref.audit.isolation.targets import DEFAULT_MEMORY_LIMIT, LOAD_TIMEOUT, MAX_TIMEOUTS, Finding
+from dpref.audit.isolation.worker import check_spec
 from dpref.audit.limits import MAX_TIMEOUT
-from dpref.audit.supervisor import Worker, WorkerDied
-from dpref.audit.targets import DEFAULT_MEMORY_LIMIT, LOAD_TIMEOUT, MAX_TIMEOUTS, Finding
-from dpref.audit.worker import check_spec
 from dpref.errors import DprefError, DprefTypeError, ParameterError, TargetError
 from dpref.golden import _MALFORMED, _check_format, load_shipped, vector_mechanism
 from dpref.validation import fmt
@@ -137,7 +137,8 @@ class GoldenRun:
     gave_up: Finding | None = None
     """Why the target was not called again (it died or timed out too often in a row)."""
     isolation: str | None = None
-    """Where the target ran (:data:`dpref.audit.sandbox.LEVELS`; None: it never started)."""
+    """Where the target ran (:data:`dpref.audit.isolation.sandbox.LEVELS`; None: it never
+    started)."""
 
     @property
     def ok(self) -> bool:
@@ -356,7 +357,7 @@ def mismatch_hint(vec: dict[str, Any], got: FloatArray, rtol: float, atol: float
 
 # ------------------------------------------------------------------ targets
 def _check_outputs(r: Any, T: int) -> tuple[str, str, FloatArray | None]:
-    from dpref.audit.worker import to_row
+    from dpref.audit.isolation.worker import to_row
 
     status, text, row = to_row(r, (T,))
     if status != P.ST_OK:
@@ -557,7 +558,7 @@ def run_golden(
     -------
     GoldenRun
         Passed vectors, and per failing vector its first :class:`Mismatch` (with a hint)
-        or its :class:`~dpref.audit.targets.Finding`.
+        or its :class:`~dpref.audit.isolation.targets.Finding`.
 
     Raises :class:`~dpref.errors.ParameterError` (bad arguments, no matching vector, a
     malformed document) and :class:`~dpref.errors.TargetError` (a spec that cannot be

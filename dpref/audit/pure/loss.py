@@ -4,12 +4,12 @@ For neighbouring streams ``x, x′`` (equal except at one step) and any event E,
 ε-DP mechanism satisfies ``P[M(x) ∈ E] ≤ e^ε P[M(x′) ∈ E]``.  The audit
 
 1. builds neighbouring pairs of length T: the given ones, or a standard family that
-   covers every position (:mod:`dpref.audit.pairs`: the first, middle and last item
+   covers every position (:mod:`dpref.audit.pure.pairs`: the first, middle and last item
    of the all-low, all-high and a random stream, every other position on one base at
    T ≤ 16, a stated stratified random design above) and, when a plan is known, also
    the item the plan charges most;
 2. draws a *selection* split of outputs on every stream and, for every pair and
-   both orientations, chooses candidate events (:mod:`dpref.audit.events`):
+   both orientations, chooses candidate events (:mod:`dpref.audit.pure.events`):
    greedy conjunctions of half-lines on output coordinates and their differences,
    or half-lines of learned projections of the outputs (the better-scored fills
    the one black-box slot), and, when a linear plan is known (a built-in target,
@@ -23,7 +23,7 @@ For neighbouring streams ``x, x′`` (equal except at one step) and any event E,
    ``ε_lb = max_E ln(p̂₁_low(E) / p̂₂_high(E))``.
 
 ``ε_lb > claimed ε`` proves a violation at that confidence.  For built-in mechanisms
-at T ≤ 8 the exact loss (:mod:`dpref.audit.exact`) is reported beside the estimate.
+at T ≤ 8 the exact loss (:mod:`dpref.audit.pure.exact`) is reported beside the estimate.
 
 References
 ----------
@@ -47,17 +47,6 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from dpref.audit.audit_report import (
-    EXIT_CODES,
-    INCONCLUSIVE,
-    NO_VIOLATION,
-    VERDICTS,
-    VIOLATION,
-    AuditReport,
-    EventResult,
-    NeighbourPair,
-)
-from dpref.audit.bitlevel import BitChannels
 from dpref.audit.cluster import (
     CountShard,
     Executor,
@@ -71,7 +60,18 @@ from dpref.audit.cluster import (
     shard_layout,
     shard_seed,
 )
-from dpref.audit.events import (
+from dpref.audit.gaussian.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
+from dpref.audit.gaussian.gdp import Claim, read_events, resolve_claim
+from dpref.audit.gaussian.gdp_events import (
+    FeatureStatistic,
+    GdpScored,
+    most_exposed_item,
+    pair_candidates,
+)
+from dpref.audit.isolation.bitlevel import BitChannels
+from dpref.audit.isolation.targets import Target, TargetFailure, as_target, seeded
+from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
+from dpref.audit.pure.events import (
     Scored,
     best_llr_threshold,
     best_projections,
@@ -82,17 +82,8 @@ from dpref.audit.events import (
     recovery_matrix,
     used_nodes,
 )
-from dpref.audit.exact import EXACT_MAX_HORIZON, exact_loss
-from dpref.audit.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
-from dpref.audit.gdp import Claim, read_events, resolve_claim
-from dpref.audit.gdp_events import (
-    FeatureStatistic,
-    GdpScored,
-    most_exposed_item,
-    pair_candidates,
-)
-from dpref.audit.limits import MAX_HORIZON, MAX_SAMPLES, refuse_zcdp
-from dpref.audit.pairs import (
+from dpref.audit.pure.exact import EXACT_MAX_HORIZON, exact_loss
+from dpref.audit.pure.pairs import (
     COVER_SCREEN,
     check_pairs,
     cover_design,
@@ -100,9 +91,18 @@ from dpref.audit.pairs import (
     side_generator,
     standard_pairs,
 )
-from dpref.audit.progress import Progress
+from dpref.audit.reports.audit_report import (
+    EXIT_CODES,
+    INCONCLUSIVE,
+    NO_VIOLATION,
+    VERDICTS,
+    VIOLATION,
+    AuditReport,
+    EventResult,
+    NeighbourPair,
+)
+from dpref.audit.reports.progress import Progress
 from dpref.audit.stats import cp_lower, cp_upper, shave_down
-from dpref.audit.targets import Target, TargetFailure, as_target, seeded
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -193,7 +193,7 @@ def audit(
         ``"zcdp"`` (a ρ-zCDP claim); default ``"gdp"`` when ``rho``, ``mu`` or ``delta`` is
         given, else from a Gaussian built-in target or reference (``"gdp"`` for continuous
         Gaussian noise, ``"zcdp"`` for discrete Gaussian), else ``"pure"``
-        (:func:`~dpref.audit.gdp.resolve_claim`; docs/auditing.md §11).
+        (:func:`~dpref.audit.gaussian.gdp.resolve_claim`; docs/auditing.md §11).
     delta
         The δ of an (ε, δ) claim, in (0, 1) (with ``epsilon``; privacy ``"gdp"``).
     rho
@@ -479,7 +479,7 @@ def _distinct_streams(pair_list: list[NeighbourPair]) -> dict[bytes, FloatArray]
 
 
 def _covering_only(pair_list: list[NeighbourPair]) -> set[bytes]:
-    """The streams only covering pairs use (:func:`~dpref.audit.pairs.is_covering`)."""
+    """The streams only covering pairs use (:func:`~dpref.audit.pure.pairs.is_covering`)."""
     anchored = {_stream_key(xs) for p in pair_list if not is_covering(p) for xs in (p.x, p.x_prime)}
     return {_stream_key(p.x_prime) for p in pair_list if is_covering(p)} - anchored
 
@@ -494,11 +494,12 @@ def _sample_selection(
 ) -> dict[bytes, FloatArray]:
     """The selection split of every stream (streams the target fails on are left out).
 
-    The streams only covering pairs use are drawn from :func:`~dpref.audit.pairs.side_generator`
+    The streams only covering pairs use are drawn from
+    :func:`~dpref.audit.pure.pairs.side_generator`
     (a far-jumped copy of ``gen``), so ``gen`` ends where the anchor pairs alone leave it and
     everything drawn after the selection (events, the test split's root) is the same as
     without the covering pairs.  Every stream's outputs go through
-    :class:`~dpref.audit.bitlevel.BitChannels` (signed zeros, NaN payloads)."""
+    :class:`~dpref.audit.isolation.bitlevel.BitChannels` (signed zeros, NaN payloads)."""
     selection: dict[bytes, FloatArray] = {}
     bits = BitChannels()
     side = side_generator(gen) if covering else gen
@@ -573,9 +574,9 @@ def _select_gdp_events(
     split: _Split,
     claim: Claim,
 ) -> list[_Candidate]:
-    """The approximate-DP view's candidates (:mod:`dpref.audit.gdp_events`): for every pair,
-    the best black-box half-line (features and learned projections) and the best half-line
-    of the plan-aware projection, thresholds scored for the claim at the test size."""
+    """The approximate-DP view's candidates (:mod:`dpref.audit.gaussian.gdp_events`): for
+    every pair, the best black-box half-line (features and learned projections) and the best
+    half-line of the plan-aware projection, thresholds scored for the claim at the test size."""
     candidates: list[_Candidate] = []
     features = [FeatureStatistic(int(i), int(j)) for i, j in split.fpairs]
     model = families.model
@@ -685,7 +686,7 @@ def _gdp_report(
     start: float,
 ) -> AuditReport:
     """The approximate-DP report: each tested event read as a μ, a ρ and an (ε, δ) bound
-    (:mod:`dpref.audit.gdp`), the verdict for the claim, and the model's exact μ."""
+    (:mod:`dpref.audit.gaussian.gdp`), the verdict for the claim, and the model's exact μ."""
     claim = opts.claim
     reading = read_events(claim, results)
     model_mu = None

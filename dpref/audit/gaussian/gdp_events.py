@@ -2,18 +2,18 @@
 
 Every event here is ``{s(y) ≥ τ}`` or ``{s(y) ≤ τ}`` for a statistic s of one output
 vector, oriented so that its *numerator* stream is the one the event favours
-(:mod:`dpref.audit.gdp` reads each tested event as a μ, a ρ and an (ε, δ) bound).  The
+(:mod:`dpref.audit.gaussian.gdp` reads each tested event as a μ, a ρ and an (ε, δ) bound).  The
 statistics:
 
 * **plan-aware** (a Gaussian built-in target or ``reference=``, T ≤ 1024):
-  ``s = wᵀy − offset`` of :meth:`~dpref.audit.gaussian_model.GaussianModel.shift`, the
+  ``s = wᵀy − offset`` of :meth:`~dpref.audit.gaussian.gaussian_model.GaussianModel.shift`, the
   likelihood-ratio projection of the pair; under the model it is N(μ/2, 1) against
   N(−μ/2, 1), so by Neyman–Pearson its half-lines are the optimal tests, and
   ``Φ⁻¹(p₁) − Φ⁻¹(p₂) = μ`` at *every* threshold: the threshold only trades the
   sampling error of the two rates;
 * **black-box**: the ε audit's features (coordinates ``y_t`` and differences
-  ``y_t − y_s``, :func:`~dpref.audit.events.feature_pairs`) and learned linear projections
-  (mean difference and Fisher/LDA directions, :func:`~dpref.audit.events.fit_projections`)
+  ``y_t − y_s``, :func:`~dpref.audit.pure.events.feature_pairs`) and learned linear projections
+  (mean difference and Fisher/LDA directions, :func:`~dpref.audit.pure.events.fit_projections`)
   fitted on the first half of the selection split only.
 
 Thresholds and the event of each family are chosen on the selection split (the second
@@ -32,9 +32,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from dpref.audit.events import Projection, describe_feature, fit_projections
-from dpref.audit.gaussian_model import GaussianModel, PairShift
-from dpref.audit.gdp import Claim
+from dpref.audit.gaussian.gaussian_model import GaussianModel, PairShift
+from dpref.audit.gaussian.gdp import Claim
+from dpref.audit.pure.events import Projection, describe_feature, fit_projections
 
 __all__ = [
     "FeatureStatistic",

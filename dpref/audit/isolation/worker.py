@@ -1,14 +1,14 @@
 """The process that runs an untrusted target, on dpref's behalf (docs/auditing.md, "Isolation").
 
-Started by :class:`dpref.audit.supervisor.Worker` in one of two ways:
+Started by :class:`dpref.audit.isolation.supervisor.Worker` in one of two ways:
 
-* **spawned** — ``python -m dpref.audit.worker REQ_FD REP_FD`` for a target named by a
+* **spawned** — ``python -m dpref.audit.isolation.worker REQ_FD REP_FD`` for a target named by a
   spec string; the target is imported here and never in dpref's process;
 * **forked** — :func:`run_forked` in a child of dpref's process, for a callable passed
   through the Python API (it cannot be re-imported).
 
 Either way the worker's fds 1 and 2 are a pipe dpref reads only as diagnostic text,
-fd 0 is ``/dev/null``, and the protocol (:mod:`dpref.audit.protocol`) runs over two
+fd 0 is ``/dev/null``, and the protocol (:mod:`dpref.audit.isolation.protocol`) runs over two
 dedicated pipes.  The worker answers one request at a time; :data:`HANDLERS` maps each
 op to a handler ``(state, request) -> reply``: to add an op, add a handler (and a
 method on the parent's side that sends it and checks the reply's arrays).
@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit import protocol as P
-from dpref.audit import sandbox
+from dpref.audit.isolation import protocol as P
+from dpref.audit.isolation import sandbox
 
 __all__ = [
     "HANDLERS",
@@ -169,7 +169,7 @@ class State:
     forks: int = 0
     """Forks the target made during this request."""
     box: sandbox.Sandbox = field(default_factory=sandbox.Sandbox)
-    """The isolation this worker runs in (:mod:`dpref.audit.sandbox`)."""
+    """The isolation this worker runs in (:mod:`dpref.audit.isolation.sandbox`)."""
 
     def forked(self) -> bool:
         """The target forked during this request (``os.fork``, libc ``fork``, a
@@ -448,7 +448,7 @@ def _op_scripted(st: State, req: P.Frame) -> P.Frame:
     the scales of the scripted draws it requested; the text is JSON ``{detail, other,
     unknown, laws}`` (its other requests and the run-length encoded laws of the scripted
     draws, also on a failure, where ``detail`` says what failed)."""
-    from dpref.audit.recording import Requests, make_noise
+    from dpref.audit.isolation.recording import Requests, make_noise
 
     stream = np.array(req.arrays[0], dtype=np.float64)
     script = np.array(req.arrays[1], dtype=np.float64)
@@ -652,7 +652,7 @@ def run_forked(fn: Any, rfd: int, wfd: int, diag: int, parent: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m dpref.audit.worker REQ_FD REP_FD PARENT_PID`` (started by dpref)."""
+    """``python -m dpref.audit.isolation.worker REQ_FD REP_FD PARENT_PID`` (started by dpref)."""
     args = sys.argv[1:] if argv is None else argv
     rfd, wfd = int(args[0]), int(args[1])
     if len(args) > 2:

@@ -1,6 +1,6 @@
 """dpref's side of a target's worker process: start it, talk to it, enforce its limits.
 
-A :class:`Worker` is started either by spawning ``python -m dpref.audit.worker``
+A :class:`Worker` is started either by spawning ``python -m dpref.audit.isolation.worker``
 (a target named by a spec string: imported only there) or by forking dpref's own
 process (a callable passed through the Python API).  It runs in its own session, so
 :meth:`Worker.kill` ends its whole process group, including anything it forked.
@@ -32,9 +32,9 @@ import numpy as np
 import numpy.typing as npt
 
 import dpref
-from dpref.audit import protocol as P
-from dpref.audit import sandbox
-from dpref.audit.worker import run_forked
+from dpref.audit.isolation import protocol as P
+from dpref.audit.isolation import sandbox
+from dpref.audit.isolation.worker import run_forked
 
 __all__ = ["DIAG_LIMIT", "GRACE", "Worker", "WorkerDied"]
 
@@ -136,7 +136,7 @@ class Worker:
         """The target declares the callback noise protocol (known once loaded)."""
         self.dead = False
         self.isolation = "none"
-        """The isolation level the worker reported (:mod:`dpref.audit.sandbox`)."""
+        """The isolation level the worker reported (:mod:`dpref.audit.isolation.sandbox`)."""
         self._seq = 0
         self._diag = bytearray()
         self._dropped = 0
@@ -181,7 +181,14 @@ class Worker:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = "1"
         return subprocess.Popen(
-            [sys.executable, "-m", "dpref.audit.worker", str(req_r), str(rep_w), str(os.getpid())],
+            [
+                sys.executable,
+                "-m",
+                "dpref.audit.isolation.worker",
+                str(req_r),
+                str(rep_w),
+                str(os.getpid()),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=diag_w,
             stderr=diag_w,

@@ -1,6 +1,6 @@
 """Where an exact audit verifies a fitted structure: streams and noise values.
 
-:func:`~dpref.audit.structural.recover_structure` fits ``y = A·(x − x₀) + M·ξ + c`` from
+:func:`~dpref.audit.injected.structural.recover_structure` fits ``y = A·(x − x₀) + M·ξ + c`` from
 ``T + K + 2`` probes; the exact loss it then computes is the loss of *that* linear
 release.  It is the target's loss only if the target is that release on every stream and
 for every noise value of positive probability.  No finite set of probes proves that, so
@@ -22,7 +22,7 @@ the probes are chosen where realistic and adversarial departures show
 * ``checks`` **random points** ``(x, ξ ~ Lap(1) or N(0, 1))``, each called twice (a
   replay that differs in any bit means randomness dpref does not control).
 
-Every output of every probe also goes through :class:`~dpref.audit.bitlevel.BitChannels`
+Every output of every probe also goes through :class:`~dpref.audit.isolation.bitlevel.BitChannels`
 (a zero whose sign varies is a channel the linear model does not contain).  What the
 exactness rests on is stated in the report (:func:`basis_text`).
 """

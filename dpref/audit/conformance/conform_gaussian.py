@@ -1,7 +1,7 @@
 """The statistical checks of ``dpref conform`` against a Gaussian-noise reference.
 
 A Gaussian reference releases ``y = m(x) + R·(σ ⊙ ξ)`` with ξ standard normal
-(:class:`~dpref.audit.gaussian_model.GaussianModel`).  The checks work on the residuals
+(:class:`~dpref.audit.gaussian.gaussian_model.GaussianModel`).  The checks work on the residuals
 ``e = y − m(x)`` of the main sample, brought to a vector ``u`` that is i.i.d. ``N(0, 1)``
 exactly when the target conforms:
 
@@ -59,7 +59,7 @@ upper end, capped at 1, gives the low end).
 needs a continuous law, so the scale is estimated from the per-step variances (exact χ²
 intervals per step, intersected: :func:`_scale_from_variances`), the
 variance check uses the normal approximation with the discrete law's fourth cumulant,
-and no ρ is implied.  Above :data:`~dpref.audit.gaussian_model.MAX_MODEL_HORIZON` the
+and no ρ is implied.  Above :data:`~dpref.audit.gaussian.gaussian_model.MAX_MODEL_HORIZON` the
 model is not built and the same variance path is taken (the noise-law line says why).
 """
 
@@ -74,7 +74,7 @@ import numpy.typing as npt
 import scipy.linalg as sla
 from scipy import stats
 
-from dpref.audit.conform_checks import (
+from dpref.audit.conformance.conform_checks import (
     Check,
     _noise_scale,
     _recovery,
@@ -83,7 +83,7 @@ from dpref.audit.conform_checks import (
     _unusable_noise,
     _variance,
 )
-from dpref.audit.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
+from dpref.audit.gaussian.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
 

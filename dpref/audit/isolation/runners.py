@@ -1,12 +1,12 @@
 """How a noise-injectable target is called: guarded, in this process or in its worker.
 
 A *runner* is any callable ``run(stream, script) -> (outputs, requests)`` that calls the
-target once with the noise object of :mod:`dpref.audit.recording` scripted by
+target once with the noise object of :mod:`dpref.audit.isolation.recording` scripted by
 ``script``, and raises :class:`CallFailure` (carrying a
-:class:`~dpref.audit.targets.Finding`) when the call raises, exits, hangs, returns the
+:class:`~dpref.audit.isolation.targets.Finding`) when the call raises, exits, hangs, returns the
 wrong length or something that is not real numbers.  :class:`WorkerRunner` — the
 default for third-party targets — makes the call in the target's isolated worker
-process (:mod:`dpref.audit.supervisor`), so nothing the target does can reach dpref;
+process (:mod:`dpref.audit.isolation.supervisor`), so nothing the target does can reach dpref;
 :class:`InProcessRunner` calls in this process (for dpref's own mechanisms, and for
 tests of the analysis itself).
 """
@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit import protocol as P
-from dpref.audit.recording import LAWS, Requests, make_noise
-from dpref.audit.supervisor import Worker, WorkerDied
-from dpref.audit.targets import LOAD_TIMEOUT, Finding, _preview
-from dpref.audit.worker import MAX_LAW_RUNS, describe
+from dpref.audit.isolation import protocol as P
+from dpref.audit.isolation.recording import LAWS, Requests, make_noise
+from dpref.audit.isolation.supervisor import Worker, WorkerDied
+from dpref.audit.isolation.targets import LOAD_TIMEOUT, Finding, _preview
+from dpref.audit.isolation.worker import MAX_LAW_RUNS, describe
 
 __all__ = ["CallFailure", "InProcessRunner", "Runner", "WorkerRunner", "call_in_process"]
 
@@ -103,7 +103,7 @@ class InProcessRunner:
 
 @dataclass
 class WorkerRunner:
-    """Calls through the target's own worker process (see :mod:`dpref.audit.supervisor`).
+    """Calls through the target's own worker process (see :mod:`dpref.audit.isolation.supervisor`).
 
     ``spec`` (``module:function``) is imported only in a spawned worker; a callable
     ``fn`` runs in a forked one.  Each call has ``timeout`` seconds; a worker that dies,
@@ -121,7 +121,7 @@ class WorkerRunner:
     memory_limit: int | None = 4 << 30
     _worker: Worker | None = field(default=None, repr=False)
     isolation: str | None = field(default=None, init=False, compare=False)
-    """The isolation the last worker reported (:mod:`dpref.audit.sandbox`); None before
+    """The isolation the last worker reported (:mod:`dpref.audit.isolation.sandbox`); None before
     one loaded."""
 
     def __call__(self, stream: FloatArray, script: FloatArray) -> tuple[FloatArray, Requests]:

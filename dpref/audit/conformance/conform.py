@@ -37,8 +37,8 @@ checks (causality, crashes) cannot raise a false alarm.
 A **Gaussian reference** (``reference.gaussian``: ρ-zCDP) gets the same crash,
 causality and unbiasedness checks; its noise law, scale and per-step variance are
 tested on the node noise recovered (or the residuals whitened) through its
-:class:`~dpref.audit.gaussian_model.GaussianModel`, and a shortfall implies a ρ
-instead of an ε: :mod:`dpref.audit.conform_gaussian`.
+:class:`~dpref.audit.gaussian.gaussian_model.GaussianModel`, and a shortfall implies a ρ
+instead of an ε: :mod:`dpref.audit.conformance.conform_gaussian`.
 
 References
 ----------
@@ -60,7 +60,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit import cluster as cluster_module
-from dpref.audit.audit_report import UNDETERMINING
 from dpref.audit.cluster import (
     Executor,
     RowsShard,
@@ -74,8 +73,8 @@ from dpref.audit.cluster import (
     shard_layout,
     shard_seed,
 )
-from dpref.audit.conform_causality import causality_check
-from dpref.audit.conform_checks import (
+from dpref.audit.conformance.conform_causality import causality_check
+from dpref.audit.conformance.conform_checks import (
     Check,
     _noise_checks,
     _Recovery,
@@ -85,11 +84,12 @@ from dpref.audit.conform_checks import (
     _variance,
     _variance_scale,
 )
-from dpref.audit.conform_gaussian import gaussian_checks
+from dpref.audit.conformance.conform_gaussian import gaussian_checks
+from dpref.audit.isolation.targets import Finding, Target, TargetFailure, as_target, seeded
 from dpref.audit.limits import MAX_RUNS
-from dpref.audit.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
-from dpref.audit.progress import Progress
-from dpref.audit.targets import Finding, Target, TargetFailure, as_target, seeded
+from dpref.audit.pure.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
+from dpref.audit.reports.audit_report import UNDETERMINING
+from dpref.audit.reports.progress import Progress
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -151,7 +151,7 @@ class ConformReport:
     claimed_rho: Fraction | None = None
     """The reference's ρ when it is a Gaussian (ρ-zCDP) mechanism, else None."""
     isolation: str | None = None
-    """The isolation the target's worker ran in (:mod:`dpref.audit.sandbox`); None for a
+    """The isolation the target's worker ran in (:mod:`dpref.audit.isolation.sandbox`); None for a
     target run in this process."""
 
     @property
@@ -299,7 +299,7 @@ def conform(
         two, T − 1, T; exceptions, wrong length, bad or non-finite output) and
         causality by replay (which also tests determinism given the rng).  A Gaussian
         (ρ-zCDP) reference is tested through its output model
-        (:mod:`dpref.audit.conform_gaussian`) and reports an implied ρ.
+        (:mod:`dpref.audit.conformance.conform_gaussian`) and reports an implied ρ.
     horizon
         T.
     runs

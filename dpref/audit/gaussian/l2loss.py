@@ -50,7 +50,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.l1loss import Row, eliminate, rational_bits
+from dpref.audit.pure.l1loss import Row, eliminate, rational_bits
 from dpref.errors import ParameterError
 
 __all__ = [
@@ -115,7 +115,7 @@ class _Work:
 
 
 def _eliminate(rows: list[Row], ncols: int, work: _Work) -> tuple[dict[int, int], list[int]]:
-    """:func:`~dpref.audit.l1loss.eliminate` with every row update charged to ``work``."""
+    """:func:`~dpref.audit.pure.l1loss.eliminate` with every row update charged to ``work``."""
     return eliminate(rows, ncols, charge=work.add)
 
 
@@ -210,7 +210,7 @@ def item_mu_squared(
 def probe_gamma(horizon: int, draws: int) -> Fraction:
     """``4·(n + 1)·u`` with ``n = T + K + 1`` and ``u = 2⁻⁵³``: the relative rounding
     allowance of one output of a linear float64 target (the factor of
-    :func:`~dpref.audit.structural.linearity_tolerance`)."""
+    :func:`~dpref.audit.injected.structural.linearity_tolerance`)."""
     return Fraction(4 * (horizon + draws + 2), 2**53)
 
 
@@ -276,7 +276,7 @@ def mu_squared_lower_bound(
     (``M[:, j] = y(ξ = e_j) − y₀``, ``A·e_i = (y(x₀ + step·e_i) − y₀)/step``), so they
     differ from the structure the target computes in real arithmetic, M* and ``d* =
     Δ·A*·e_i``, by the rounding of those outputs.  Under the error model of
-    :func:`~dpref.audit.structural.linearity_tolerance` (each output within
+    :func:`~dpref.audit.injected.structural.linearity_tolerance` (each output within
     ``γ·(|terms|)`` of its real value, ``γ`` = :func:`probe_gamma`):
     ``|M* − M| ≤ γ·(4|c| + 3|M|)`` and ``|d* − d| ≤ Δ·γ·((3 + |step|)/|step|·|c| + 3|A·e_i|)``
     entrywise (c: the outputs at ``(x₀, ξ = 0)``).

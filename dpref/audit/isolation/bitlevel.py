@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.targets import Finding
+from dpref.audit.isolation.targets import Finding
 
 __all__ = ["BitChannels"]
 

@@ -1,4 +1,4 @@
-"""The causality check of :func:`~dpref.audit.conform.conform`: replay with one seed.
+"""The causality check of :func:`~dpref.audit.conformance.conform.conform`: replay with one seed.
 
 A causal target's outputs up to step s cannot depend on items after s.  With the same rng
 seed the target is called on the test stream and on copies whose items after s are
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.conform_checks import Check
-from dpref.audit.targets import Finding, Target, TargetFailure
+from dpref.audit.conformance.conform_checks import Check
+from dpref.audit.isolation.targets import Finding, Target, TargetFailure
 from dpref.domains import Domain
 
 __all__ = ["causality_check"]

@@ -5,8 +5,8 @@ floats`` (docs/auditing.md, "The target"), named on the command line as
 ``package.module:function`` or ``path/to/file.py:function``.  A target is untrusted
 code, and it never runs in dpref's process (docs/auditing.md, "Isolation"): a spec
 string is imported only in a spawned worker process, a callable passed through the
-Python API runs in a forked one (:mod:`dpref.audit.supervisor`,
-:mod:`dpref.audit.worker`).  Its exceptions, outputs of the wrong length or type,
+Python API runs in a forked one (:mod:`dpref.audit.isolation.supervisor`,
+:mod:`dpref.audit.isolation.worker`).  Its exceptions, outputs of the wrong length or type,
 non-finite outputs, calls longer than the timeout, memory beyond the limit, and a
 worker that exits, is killed or breaks the protocol are recorded as :class:`Finding` s
 and never crash dpref.
@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit import protocol as P
+from dpref.audit.isolation import protocol as P
+from dpref.audit.isolation.supervisor import Worker, WorkerDied
+from dpref.audit.isolation.worker import LoadError, check_spec, import_target
 from dpref.audit.limits import MAX_TIMEOUT
-from dpref.audit.supervisor import Worker, WorkerDied
-from dpref.audit.worker import LoadError, check_spec, import_target
 from dpref.errors import DprefTypeError, ParameterError, TargetError
 from dpref.mechanisms import Mechanism
 from dpref.noise import make_rng
@@ -189,7 +189,7 @@ class Target:
 
     @property
     def isolation(self) -> str | None:
-        """Where the target's calls ran (:data:`dpref.audit.sandbox.LEVELS`: the level its
+        """Where the target's calls ran (:data:`dpref.audit.isolation.sandbox.LEVELS`: the level its
         worker reported); None for a built-in mechanism (sampled in dpref's process)."""
         if self.mechanism is not None:
             return None

@@ -3,7 +3,7 @@ reference's plan, and testing it — unbiasedness, the noise law (shape and inde
 the per-level scale with its confidence interval and implied ε, and the per-step
 variance with the reference's exact fourth cumulant.
 
-Each check returns a :class:`Check`; :mod:`dpref.audit.conform` runs them in order and
+Each check returns a :class:`Check`; :mod:`dpref.audit.conformance.conform` runs them in order and
 turns their results into a verdict.
 """
 
@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy import stats
 
-from dpref.audit.events import used_nodes
+from dpref.audit.pure.events import used_nodes
 from dpref.audit.stats import exponential_scale_interval
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan

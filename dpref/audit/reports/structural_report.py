@@ -1,4 +1,4 @@
-"""The report of an exact audit (:func:`~dpref.audit.structural.exact_audit`).
+"""The report of an exact audit (:func:`~dpref.audit.injected.structural.exact_audit`).
 
 :class:`StructuralReport` holds what the exact analysis of a noise-injectable target
 established — the exact pure-ε loss (Laplace draws) or the exact μ² (Gaussian draws), its
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpref.audit.targets import Finding
+from dpref.audit.isolation.targets import Finding
 from dpref.validation import ceil_sqrt_float
 
 __all__ = ["StructuralReport"]
@@ -79,7 +79,7 @@ class StructuralReport:
     sampled_confidence: float | None = None
     privacy: str = "pure"
     isolation: str | None = None
-    """The isolation the target's worker ran in (:mod:`dpref.audit.sandbox`); None for a
+    """The isolation the target's worker ran in (:mod:`dpref.audit.isolation.sandbox`); None for a
     target run in this process."""
     """The view of the claim: ``pure``, ``gdp`` or ``zcdp`` (see the class doc)."""
     law: str = "unknown"
@@ -102,13 +102,13 @@ class StructuralReport:
     """The item (1-indexed) that attains μ."""
     mu_method: str | None = None
     """How the least-norm shift was solved: ``unique``, ``free`` or ``rows``
-    (:class:`~dpref.audit.l2loss.ItemMuSquared`)."""
+    (:class:`~dpref.audit.gaussian.l2loss.ItemMuSquared`)."""
     free_draws: int = 0
     """Used draws the outputs do not determine (normal draws: ``used − rank``)."""
     mu_squared_lower: Fraction | None = None
     """When μ² exceeds a μ/ρ claim: a lower bound on :attr:`mu_item`'s μ² that holds
     whatever the rounding of the probed structure
-    (:func:`~dpref.audit.l2loss.mu_squared_lower_bound`); only a bound above the claim
+    (:func:`~dpref.audit.gaussian.l2loss.mu_squared_lower_bound`); only a bound above the claim
     makes the outcome a violation (None: not computed)."""
     mu_lower_infinite: bool = False
     """The item's change is outside the noise's reach whatever the probe rounding."""
@@ -121,7 +121,7 @@ class StructuralReport:
     rounding."""
     basis: str = ""
     """What the exactness rests on: the probes that verified the structure
-    (:func:`~dpref.audit.exact_probes.basis_text`)."""
+    (:func:`~dpref.audit.injected.exact_probes.basis_text`)."""
 
     @property
     def available(self) -> bool:

@@ -1,6 +1,6 @@
 """Exact audits of noise-injectable targets: recover the linear structure, then the loss.
 
-A noise-injectable target (:mod:`dpref.audit.recording`) is called with noise that dpref
+A noise-injectable target (:mod:`dpref.audit.isolation.recording`) is called with noise that dpref
 scripts, so its release can be *measured* instead of sampled.  :func:`recover_structure`
 probes it and fits ``y = A·(x − x₀) + M·ξ + c`` for the K standard Laplace values ξ the
 target requested (column j of M is the outputs' response to ξ_j, the draw's scale folded
@@ -25,7 +25,7 @@ means the change is not covered by noise (infinite loss).  ``ε = max_i ε_i``.
 
 When the target draws standard *normal* values instead (``rng.normal``,
 ``rng.standard_normal``), the release is a Gaussian shift for each neighbouring pair and
-:mod:`dpref.audit.l2loss` gives its exact μ: ``μ_i² = min{‖v‖₂² : M·v = Δ·A·e_i}`` (the
+:mod:`dpref.audit.gaussian.l2loss` gives its exact μ: ``μ_i² = min{‖v‖₂² : M·v = Δ·A·e_i}`` (the
 least-norm v, ∞ without a solution), ``μ = max_i μ_i``, ``ρ = μ²/2``.  The law of the
 recorded draws decides the analysis; a target mixing both laws is a finding.
 
@@ -46,27 +46,27 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.audit_report import AuditReport
-from dpref.audit.bitlevel import BitChannels
-from dpref.audit.exact_probes import Point, basis_text, verification_points
-from dpref.audit.l1loss import (
+from dpref.audit.gaussian.l2loss import (
+    MAX_GAUSSIAN_EXACT_WORK,
+    ItemMuSquared,
+    item_mu_squared,
+    mu_squared_lower_bound,
+)
+from dpref.audit.injected.exact_probes import Point, basis_text, verification_points
+from dpref.audit.isolation.bitlevel import BitChannels
+from dpref.audit.isolation.recording import PROTOCOLS, Requests, protocol_of
+from dpref.audit.isolation.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
+from dpref.audit.isolation.targets import Finding, seeded
+from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
+from dpref.audit.pure.l1loss import (
     SNAP_MAX_DENOMINATOR,
     SNAP_RELATIVE,
     ItemLosses,
     item_losses,
     stated_epsilon,
 )
-from dpref.audit.l2loss import (
-    MAX_GAUSSIAN_EXACT_WORK,
-    ItemMuSquared,
-    item_mu_squared,
-    mu_squared_lower_bound,
-)
-from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
-from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
-from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
-from dpref.audit.structural_report import StructuralReport
-from dpref.audit.targets import Finding, seeded
+from dpref.audit.reports.audit_report import AuditReport
+from dpref.audit.reports.structural_report import StructuralReport
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -552,18 +552,18 @@ def exact_audit(
     (``"pure"``, ``"zcdp"``, ``"gdp"``) names the view and must agree with the claim
     (default: the claim's, else the law of the target's draws).  The law of the recorded
     draws decides the analysis: Laplace → the exact ε, normal → the exact μ
-    (:mod:`dpref.audit.l2loss`; a :class:`~dpref.errors.ParameterError` naming the
+    (:mod:`dpref.audit.gaussian.l2loss`; a :class:`~dpref.errors.ParameterError` naming the
     horizon when its exact elimination would exceed :data:`MAX_GAUSSIAN_EXACT_WORK`).  A Gaussian
     target with an ε claim is a violation when some item moves an output (its pure loss
     is unbounded); a Laplace target with a ρ/μ claim has outcome ``law-mismatch``.
     ``domain`` is the stream domain (default: the mechanism's, else bits), ``checks`` the
     number of random verification points, ``sampled`` an
-    :class:`~dpref.audit.loss.AuditReport` whose lower bound is shown beside the exact
+    :class:`~dpref.audit.pure.loss.AuditReport` whose lower bound is shown beside the exact
     value (its ``mu_lower_bound`` in the GDP/zCDP view, when it has one).  A third-party
     target (a callable or a spec) runs in its own worker process
-    (:class:`~dpref.audit.runners.WorkerRunner`, ``timeout`` seconds per call,
+    (:class:`~dpref.audit.isolation.runners.WorkerRunner`, ``timeout`` seconds per call,
     ``memory_limit`` bytes); a spec is imported only there.  ``runner`` replaces that
-    (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.runners`).
+    (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.isolation.runners`).
     """
     start = time.perf_counter()
     T = check_int_range("horizon", horizon, 1, MAX_EXACT_HORIZON)
@@ -631,7 +631,7 @@ def _certify_gaussian(report: StructuralReport, s: Structure, dom: Domain) -> No
 
 def _certify_laplace(report: StructuralReport, s: Structure, dom: Domain) -> None:
     """When the Laplace loss exceeds the ε claim, the rounding-proof lower bound of the
-    deciding item (:func:`~dpref.audit.l2loss.mu_squared_lower_bound` with ``l1=True``)."""
+    deciding item (:func:`~dpref.audit.gaussian.l2loss.mu_squared_lower_bound` with ``l1=True``)."""
     claim = report.claimed
     if claim is None or report.item is None or report.scope == "unavailable":
         return

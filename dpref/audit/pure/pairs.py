@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.audit_report import NeighbourPair, _num
 from dpref.audit.limits import MAX_HORIZON
+from dpref.audit.reports.audit_report import NeighbourPair, _num
 from dpref.domains import Domain
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.noise import make_rng

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from dpref.audit.events import used_nodes
 from dpref.audit.limits import refuse_zcdp
+from dpref.audit.pure.events import used_nodes
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan

@@ -22,8 +22,8 @@ A target declares its protocol with a function attribute, ``f.dpref_noise = "cal
 (absent: ``"rng"``); :func:`dpref.audit.exact_audit` takes ``protocol=`` to override it.
 
 This module holds only the noise objects (plain data, no dpref machinery), so that the
-isolated worker process (:mod:`dpref.audit.worker`) can build them; how a target is
-called with them is :mod:`dpref.audit.runners`.
+isolated worker process (:mod:`dpref.audit.isolation.worker`) can build them; how a target is
+called with them is :mod:`dpref.audit.isolation.runners`.
 """
 
 from __future__ import annotations
