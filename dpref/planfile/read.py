@@ -296,7 +296,13 @@ def _matrix_exact(name: str, value: Any, limit: int) -> list[list[Fraction]]:
 def _array(name: str, value: Any, limit: int, ndim: int) -> FloatArray:
     """A finite float64 array of ``ndim`` dimensions (JSON lists, with rational strings and
     integers rounded to the nearest float, or a numpy array of reals)."""
-    if isinstance(value, list):
+    if isinstance(value, list) and _plain_numbers(value, ndim):
+        _check_ragged(name, value, ndim)
+        try:
+            arr = np.array(value, dtype=np.float64)
+        except OverflowError:
+            arr = np.array(_to_floats(name, value), dtype=np.float64)
+    elif isinstance(value, list):
         _check_ragged(name, value, ndim)
         for idx, v in _walk(value):
             if isinstance(v, bool) or not isinstance(v, int | float | str):
@@ -320,6 +326,17 @@ def _array(name: str, value: Any, limit: int, ndim: int) -> FloatArray:
         idx = "".join(f"[{int(i)}]" for i in bad[0])
         raise _error(f"{name}{idx}={arr[tuple(bad[0])]}: must be finite")
     return arr
+
+
+def _plain_numbers(value: list[Any], ndim: int) -> bool:
+    """Whether a (list of) list(s) holds only floats and ints (the fast path: no walk)."""
+    rows = value if ndim == 2 else [value]
+    if ndim == 2 and not all(type(r) is list for r in rows):
+        return False
+    kinds: set[type] = set()
+    for r in rows:
+        kinds.update(map(type, r))
+    return kinds <= {float, int}
 
 
 def _check_ragged(name: str, value: Any, ndim: int) -> None:
