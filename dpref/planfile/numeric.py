@@ -220,9 +220,3 @@ def derive_decoder_exact(c: list[Fraction], window: int | None) -> list[Fraction
         s = sum((c[j] * b[k - j] for j in range(1, k + 1) if c[j]), Fraction(0))
         b.append((qk - s) / c0)
     return b
-
-
-def as_float_array(values: Any) -> FloatArray:
-    """A 1-d float64 array (a copy when needed)."""
-    out: FloatArray = np.asarray(values, dtype=np.float64)
-    return out
