@@ -355,3 +355,11 @@ def test_sqrt_coefficients_at_production_sizes(T: int, tmp_path: Path) -> None:
     derived = check(write(tmp_path, "d.json", {"kind": "toeplitz", "C": c.tolist()}), rho="1/2")
     assert derived["unbiased"] is True
     assert derived["variance"]["max"] == pytest.approx(s2 * s2, rel=1e-12)
+
+
+@pytest.mark.parametrize("c", [[0, 1, 0], [0.0, 1.0, 0.0]])
+def test_singular_strategy_without_decoder_is_a_failed_check(c: list[Any], tmp_path: Path) -> None:
+    """c₀ = 0: no decoder exists; B·C ≠ Q at t = 1 (exit 1, report), not a malformed file."""
+    r = check(write(tmp_path, "s.json", {"kind": "toeplitz", "C": c}), rho="1/2")
+    assert r["unbiased"] is False and r["mismatch"]["t"] == 1
+    assert r["sensitivity_l2_squared"] == 1
