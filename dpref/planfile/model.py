@@ -199,11 +199,12 @@ class PlanFile:
             Cm = [[c[n - i] if i <= n else zero for i in range(T)] for n in range(T)]
             Bm = [[b[t - n] if n <= t else zero for n in range(T)] for t in range(T)]
             return Bm, Cm
-        idx = np.arange(T)
-        diff = idx[:, None] - idx[None, :]
-        lower = diff >= 0
-        Cf = np.where(lower, np.asarray(c)[np.clip(diff, 0, T - 1)], 0.0)
-        Bf = np.where(lower, np.asarray(b)[np.clip(diff, 0, T - 1)], 0.0)
+        from scipy.linalg import toeplitz
+
+        zeros = np.zeros(T)
+        cf, bf = np.asarray(c, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        Cf = toeplitz(cf, np.concatenate([cf[:1], zeros[1:]]))
+        Bf = toeplitz(bf, np.concatenate([bf[:1], zeros[1:]]))
         return Bf, Cf
 
 
