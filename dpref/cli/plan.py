@@ -16,7 +16,8 @@ L2 column sensitivities under single participation (event level, Δ = ``--sensit
 the per-step variance (max, argmax, mean) and the ρ (Gaussian, ``--sigma``) or ε (Laplace,
 ``--scale``) the plan supports at the given noise, or the noise it needs for a given
 ``--rho``/``--epsilon``.  Exit 1: the product is not the target (a failed check: the full
-report is printed, ``"unbiased": false``), or both a budget and a noise level were given and
+report is printed, ``"unbiased": false``; ``null`` when a float product could not be
+decided within its error bound), or both a budget and a noise level were given and
 the noise is too small.  A malformed file — wrong shapes, non-finite entries, a non-causal
 dense decoder, bad JSON, missing keys, a file over the size caps — is one line on stderr
 naming the first offending entry, exit 2.
