@@ -327,6 +327,23 @@ def test_entries_the_fft_bound_cannot_decide_are_recomputed_exactly(tmp_path: Pa
     assert below["mismatch"]["got"] == 1 + 2.0**-30
 
 
+def test_an_undecided_product_is_not_established(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dpref.planfile.checks as checks
+
+    c = np.zeros(64)
+    c[0] = 1.0
+    b = np.ones(64)
+    b[3] += 2.0**-30
+    path = write(tmp_path, "edge.json", {"kind": "toeplitz", "C": c.tolist(), "B": b.tolist()})
+    monkeypatch.setattr(checks, "MAX_RECHECK", 0)  # no exact recomputation allowed
+    code, out, _ = run_cli(["plan", "check", str(path), "--tolerance", repr(2.0**-30)], capsys)
+    assert code == 1 and "B·C = prefix sums: not established (1 entries" in out
+    monkeypatch.setattr(checks, "MAX_RECHECK", 64)
+    assert run_cli(["plan", "check", str(path), "--tolerance", repr(2.0**-30)], capsys)[0] == 0
+
+
 def test_window_target_by_coefficients(tmp_path: Path) -> None:
     T, W = 32, 5
     doc = {"kind": "toeplitz", "C": [1] + [0] * (T - 1), "B": [1] * W + [0] * (T - W)}
