@@ -128,6 +128,26 @@ def test_malformed_coefficient_plans_name_the_entry(doc: dict[str, Any], named: 
     assert named in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("arrays", "named"),
+    [
+        ({"kind": np.array(3), "C": np.ones(3)}, "kind: must be a string"),
+        ({"kind": np.array("toeplitz"), "C": np.ones((2, 2))}, "C: shape (2, 2)"),
+        ({"kind": np.array("blt"), "theta": [0.5], "omega": [0.5], "horizon": 2.0}, "horizon:"),
+        ({"kind": np.array("toeplitz"), "C": np.array(["a"])}, "dtype <U1"),
+    ],
+)
+def test_malformed_npz_plans_name_the_entry(
+    arrays: dict[str, Any], named: str, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "bad.npz", arrays)
+    with pytest.raises(ParameterError) as info:
+        read_plan_file(path)
+    assert named in str(info.value)
+    with pytest.raises(ParameterError, match="must be an object"):
+        make_plan([1, 2])  # type: ignore[arg-type]
+
+
 def test_npz_caps_match_the_documented_4096() -> None:
     # two float64 4096 × 4096 matrices (the docs' limit) and their .npz headers fit
     assert MAX_DENSE_STEPS == 4096

@@ -117,6 +117,8 @@ def make_plan(
 ) -> PlanFile:
     """Validate a plan given as a dict (as :func:`json.load` returns it, or with numpy arrays
     as in a ``.npz``) and build the :class:`PlanFile`."""
+    if not isinstance(doc, dict):
+        raise _error(f"plan={_short(doc)}: must be an object (a dict) of the plan's keys")
     from_npz = bool(doc.get("__npz__"))
     kind = doc.get("kind", "dense")
     if not isinstance(kind, str) or kind not in KINDS:
