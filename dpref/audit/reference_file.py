@@ -208,8 +208,8 @@ def load_reference_plan(path: str) -> PlanFile:
     if isinstance(noise, np.ndarray):
         noise = str(noise)
     law: Law | None = None
-    if noise == "laplace" or noise == "gaussian":
-        law = noise
+    if noise in ("laplace", "gaussian"):
+        law = "laplace" if noise == "laplace" else "gaussian"
     elif noise is not None:
         raise ParameterError(f"noise={fmt(noise)}: must be 'laplace' or 'gaussian'")
     release = [max((i + 1 for i, v in enumerate(row) if v != 0), default=1) for row in C]
@@ -637,6 +637,7 @@ def _law(plan_file: PlanFile, noise: Any, epsilon: Any, rho: Any, scale: Any, si
 
 
 def _short(q: Any) -> str:
-    if isinstance(q, Fraction) and q.numerator.bit_length() + q.denominator.bit_length() > 64:
-        return f"{float(q):.17g}"
+    """Exact when short, else ``≈`` a float."""
+    if isinstance(q, Fraction) and q.numerator.bit_length() + q.denominator.bit_length() > 128:
+        return f"≈{float(q):.17g}"
     return str(q)

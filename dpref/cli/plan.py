@@ -59,7 +59,10 @@ def add_parser(subparsers: Any) -> None:
         "strategy C and a decoder B.",
     )
     sub = p.add_subparsers(
-        dest="plan_command", required=True, metavar="COMMAND", help="check: check one file"
+        dest="plan_command",
+        required=True,
+        metavar="COMMAND",
+        help="check: check one file; extract: write a target's plan file",
     )
     c = sub.add_parser(
         "check",
@@ -86,6 +89,9 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--sensitivity", default="1", help="Δ, one item's sensitivity (default 1)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run)
+    from dpref.cli.plan_extract import add_extract_parser
+
+    add_extract_parser(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -319,9 +325,9 @@ def check_file(
     for key in ("C", "B"):
         if key not in doc:
             raise _error(f"{key}=missing: the file {file!r} has keys {sorted(doc)[:8]}")
-    extra = sorted(set(doc) - {"C", "B", "scales", "comment"})
+    extra = sorted(set(doc) - {"C", "B", "scales", "noise", "comment"})  # noise: plan extract
     if extra:
-        raise _error(f"{extra[0]}=...: unknown key (expected C, B, scales, comment)")
+        raise _error(f"{extra[0]}=...: unknown key (expected C, B, scales, noise, comment)")
     gaussian = not (want_eps is not None or lap is not None)
     if exact:
         core = _exact_core(doc, window, delta)

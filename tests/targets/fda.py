@@ -3,7 +3,8 @@ dpref for ``dpref plan extract`` and ``dpref conform --reference FILE`` (docs/au
 "Third-party plans as references").
 
 FDA (Cai et al.; the ``bitMethods/fda.py`` design of the dpcrpy library, re-written here from
-its description, not copied): for T = 2^K − 1, node t covers the items ``(t − lowbit(t), t]``
+its description, not copied): for T = 2^K − 1 (other T: the first T steps of the smallest such
+tree), node t covers the items ``(t − lowbit(t), t]``
 and releases ``cof(t)·count_t + Lap(1/ε)``.  The coefficient of a node whose lowest set bit
 is level i is ``α_i · Π_{j>i, bit j of t is 0} (1 − α_j)``: the zero bits above the node
 decide its share of the budget, and every item's coefficients along its Fenwick update path
@@ -32,10 +33,9 @@ first subtree of four items, level 2."""
 
 
 def _levels(T: int) -> int:
-    K = T.bit_length()
-    if T != (1 << K) - 1:
-        raise ValueError(f"FDA is defined for T = 2^K - 1, got T={T}")
-    return K
+    """K with 2^(K−1) ≤ T < 2^K: the smallest FDA tree (2^K − 1 items) that holds T items
+    (the published FDA is defined for T = 2^K − 1; a shorter stream is its prefix)."""
+    return T.bit_length()
 
 
 def _alphas(K: int) -> list[float]:
