@@ -664,5 +664,4 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         seed=args.seed or 0,
         timeout=args.timeout,
     )
-    print(json.dumps(report.as_dict()) if args.json else report.summary())
-    return report.exit_code
+    return _emit(args, report, report.exit_code)

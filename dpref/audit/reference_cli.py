@@ -48,12 +48,14 @@ def plan_reference(args: argparse.Namespace) -> Any:
     """The plan-file reference ``--reference FILE`` names, or None (a mechanism name, or no
     reference).  Refuses ``--scale`` / ``--sigma`` without a plan file and mechanism flags
     a black-box target would not use; fills in ``--horizon`` from the file when it is not
-    given.  Under ``--exact`` nothing is built (the exact audit takes no reference and
-    says so)."""
+    given.  Starts ``args.input_notes``, the notes the report prints (call it first).
+    Under ``--exact`` nothing is built (the exact audit takes no reference and says so)."""
     from dpref.audit.reference_file import PlanReference, is_plan_file, load_reference_plan
     from dpref.cli.common import parse_domain
     from dpref.registry import mechanism_names, parameter_flags
 
+    if getattr(args, "input_notes", None) is None:
+        args.input_notes = []  # shared by the copies of args the mechanisms are built from
     ref = getattr(args, "reference", None)
     scale, sigma = getattr(args, "scale", None), getattr(args, "sigma", None)
     if ref is None or ref in mechanism_names() or not is_plan_file(ref):
