@@ -75,8 +75,18 @@ def test_fda_plan_file_is_fda(fda_plan: Path) -> None:
 
 def test_fda_conforms_to_its_extracted_plan(fda_plan: Path, capsys: Any) -> None:
     code, rep = _json_run(
-        ["conform", f"{FDA}:fda", "--reference", str(fda_plan), "--epsilon", "1"]
-        + ["--runs", "500", "--seed", "11"],
+        [
+            "conform",
+            f"{FDA}:fda",
+            "--reference",
+            str(fda_plan),
+            "--epsilon",
+            "1",
+            "--runs",
+            "500",
+            "--seed",
+            "11",
+        ],
         capsys,
     )
     assert code == 0, rep["reason"]
@@ -87,8 +97,18 @@ def test_fda_conforms_to_its_extracted_plan(fda_plan: Path, capsys: Any) -> None
 
 def test_fda_with_one_node_halved_does_not_conform(fda_plan: Path, capsys: Any) -> None:
     code, rep = _json_run(
-        ["conform", f"{FDA}:fda_half_node", "--reference", str(fda_plan), "--epsilon", "1"]
-        + ["--runs", "500", "--seed", "11"],
+        [
+            "conform",
+            f"{FDA}:fda_half_node",
+            "--reference",
+            str(fda_plan),
+            "--epsilon",
+            "1",
+            "--runs",
+            "500",
+            "--seed",
+            "11",
+        ],
         capsys,
     )
     assert code == 1
@@ -201,8 +221,19 @@ def test_float_derived_parameters_take_the_binary_value() -> None:
 
 def test_float_derived_note_in_the_report(capsys: Any) -> None:
     code, rep = _json_run(
-        ["audit", "blt", "--rho", "1/2", "--horizon", "3", "--theta", "0.9989"]
-        + ["--omega", "1/4", "--exact"],
+        [
+            "audit",
+            "blt",
+            "--rho",
+            "1/2",
+            "--horizon",
+            "3",
+            "--theta",
+            "0.9989",
+            "--omega",
+            "1/4",
+            "--exact",
+        ],
         capsys,
     )
     assert code == 0
