@@ -38,6 +38,8 @@ import fda as fda_module  # noqa: E402
 
 ALPHA = 0.01
 """conform's default false-alarm rate (the whole run)."""
+RUNS = ["--runs", "500", "--seed", "11"]
+OMEGA_EXACT = ["--omega", "1/4", "--exact"]
 
 
 def _json_run(argv: list[str], capsys: Any) -> tuple[int, dict[str, Any]]:
