@@ -40,6 +40,7 @@ ALPHA = 0.01
 """conform's default false-alarm rate (the whole run)."""
 RUNS = ["--runs", "500", "--seed", "11"]
 OMEGA_EXACT = ["--omega", "1/4", "--exact"]
+SAMPLES = ["--samples", "2000", "--seed", "1", "--events", "plan"]
 
 
 def _json_run(argv: list[str], capsys: Any) -> tuple[int, dict[str, Any]]:
@@ -244,3 +245,27 @@ def test_float_derived_note_in_the_report(capsys: Any) -> None:
     ]
     with pytest.raises(DprefError):
         BLT(rho=1, horizon=4, theta="1e-400", omega="1/4")
+
+
+def test_audit_takes_a_plan_file_reference(fda_plan: Path, capsys: Any) -> None:
+    """The sampled audit's plan-aware event is built from the file: FDA claims ε = 1 and is
+    not refuted (confidence 0.99), while the event still shows most of the loss."""
+    code, rep = _json_run(
+        [
+            "audit",
+            f"{FDA}:fda",
+            "--reference",
+            str(fda_plan),
+            "--epsilon",
+            "1",
+            "--samples",
+            "2000",
+            "--seed",
+            "1",
+            "--events",
+            "plan",
+        ],
+        capsys,
+    )
+    assert code == 0 and rep["verdict"] == "no-violation-found"
+    assert 0.5 < rep["epsilon_lower_bound"] <= 1
