@@ -269,3 +269,30 @@ def test_audit_takes_a_plan_file_reference(fda_plan: Path, capsys: Any) -> None:
     )
     assert code == 0 and rep["verdict"] == "no-violation-found"
     assert 0.5 < rep["epsilon_lower_bound"] <= 1
+
+
+def _two_draws_per_step(stream: Any, rng: Any) -> Any:
+    """Simple I with two unit Laplace draws per output: the outputs see only their sum."""
+    x = np.asarray(stream, dtype=np.float64)
+    return np.cumsum(x) + rng.laplace(0.0, 1.0, size=x.size) + rng.laplace(0.0, 1.0, size=x.size)
+
+
+def _two_normals_per_step(stream: Any, rng: Any) -> Any:
+    x = np.asarray(stream, dtype=np.float64)
+    return np.cumsum(x) + rng.normal(0.0, 1.0, size=x.size) + rng.normal(0.0, 1.0, size=x.size)
+
+
+def test_undetermined_strategy_is_the_least_cost_one() -> None:
+    """With more draws than the outputs can tell apart, C is not determined: the file holds
+    the least-cost C, whose column sums are the output-level loss — T = 3 here: ε = 3
+    (Laplace; v_z + v_w = 1 on every later step) and ρ = μ²/2 = 3/4 (Gaussian: the
+    least-norm split puts 1/2 on each draw, μ² = 3·(1/4 + 1/4))."""
+    lap = extract_plan(_two_draws_per_step, 3)
+    assert lap.exit_code == 0 and not lap.determined and not lap.exact
+    assert lap.budget == pytest.approx(3.0, rel=1e-12)
+    assert any("not determined" in n for n in lap.notes)
+    gau = extract_plan(_two_normals_per_step, 3)
+    assert gau.exit_code == 0 and not gau.determined and gau.law == "gaussian"
+    assert gau.budget == pytest.approx(0.75, rel=1e-12)
+    C = np.array([[float(v) for v in row] for row in gau.strategy or []])
+    assert np.allclose(C[:3], C[3:]) and np.allclose(C[:3] + C[3:], np.tril(np.ones((3, 3))))

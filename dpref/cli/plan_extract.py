@@ -480,7 +480,9 @@ def add_extract_parser(sub: Any) -> None:
         default=None,
         help="how the target takes its noise (default: its dpref_noise attribute, else rng)",
     )
-    e.add_argument("--seed", type=int, default=0, help="seed of the verification points")
+    e.add_argument(
+        "--seed", type=int, default=0, help="seed of the verification points (default 0)"
+    )
     e.add_argument(
         "--timeout", type=float, default=60.0, help="longest one call may run, seconds (default 60)"
     )
