@@ -102,7 +102,12 @@ class ExtractedPlan:
     """Largest ``|B·C − A|`` (0 for an exact plan) and of A against that target."""
     budget: float | None = None
     """The plan's ε (Laplace: the largest L1 column sum ``Σ|C|Δ/s``) or ρ (Gaussian: half the
-    largest ``Σ C²Δ²/s²``) at the recorded scales."""
+    largest ``Σ C²Δ²/s²``) at the recorded scales, as a float (:attr:`budget_exact`)."""
+    budget_exact: Fraction | None = None
+    """The same exactly, or an upper bound (:attr:`budget_is_bound`)."""
+    budget_is_bound: bool = False
+    """Whether :attr:`budget_exact` adds terms rounded up to 2⁻⁶⁴ (a float plan, or a large
+    one): an upper bound, not the exact sum."""
     findings: list[str] = field(default_factory=list)
     """Why no plan was extracted."""
     notes: list[str] = field(default_factory=list)
@@ -154,6 +159,8 @@ class ExtractedPlan:
             "target_kind": self.target_kind or None,
             "max_error": self.max_error,
             "budget": self.budget,
+            "budget_exact": None if self.budget_exact is None else str(self.budget_exact),
+            "budget_is_upper_bound": self.budget_is_bound,
             "budget_name": None
             if self.law is None
             else ("epsilon" if self.law == "laplace" else "rho"),
@@ -184,9 +191,12 @@ class ExtractedPlan:
             f"  B·C = {self.target_kind}"
             + (f" (largest deviation {self.max_error:.3g})" if self.max_error else " exactly"),
         ]
-        if self.budget is not None:
+        if self.budget_exact is not None:
             name = "ε" if self.law == "laplace" else "ρ"
-            lines.append(f"  {name} of the plan at its recorded scales: {self.budget:.17g}")
+            how = " (upper bound: each term rounded up to 2⁻⁶⁴)" if self.budget_is_bound else ""
+            lines.append(
+                f"  {name} of the plan at its recorded scales: {_show(self.budget_exact)}{how}"
+            )
         lines += [f"  note: {n}" for n in self.notes]
         if self.out is not None:
             flag = "--scale 1" if self.law == "laplace" else "--sigma 1"
@@ -196,6 +206,20 @@ class ExtractedPlan:
                 f"{self.out}"
             )
         return "\n".join(lines)
+
+
+def _show(q: Fraction) -> str:
+    """Exact when short; beside it 20 significant digits when it is not an integer."""
+    import decimal
+
+    if q.denominator == 1:
+        return str(q)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 20
+        approx = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)
+    if q.numerator.bit_length() + q.denominator.bit_length() > 128:
+        return f"≈{approx}"
+    return f"{q} ≈ {approx}"
 
 
 def _exact_value(v: Fraction) -> int | str:
@@ -295,7 +319,9 @@ def _solve(
         report.exact = short
         report.strategy, report.decoder = solved
         report.scales = [Fraction(float(v)) for v in s]
-        if not short:
+        if not short:  # the file holds the floats nearest the rational solution
+            report.strategy = [[Fraction(float(v)) for v in row] for row in report.strategy]
+            report.decoder = [[Fraction(float(v)) for v in row] for row in report.decoder]
             report.max_error = _float_error(report.strategy, report.decoder, A)
     else:
         C = _float_strategy(A, M, s, used, report)
@@ -427,27 +453,19 @@ def _describe(report: ExtractedPlan, A: FloatArray, delta: Fraction) -> None:
     if np.isfinite(best[1]):
         report.max_error = max(report.max_error, best[1])
     assert report.strategy is not None
-    C, s = report.strategy, report.scales
+    from dpref.audit.reference_file import column_sums
+
     gaussian = report.law == "gaussian"
-    if report.exact:
-        cols = [
-            sum(
-                ((C[n][i] / s[n]) ** 2 if gaussian else abs(C[n][i]) / s[n] for n in range(len(C))),
-                Fraction(0),
-            )
-            for i in range(T)
-        ]
-        top = max(cols)
-        value = top * delta**2 / 2 if gaussian else top * delta
-        report.budget = float(value)
-    else:
-        Cf = (
-            np.array([[float(v) for v in row] for row in C])
-            / np.array([float(v) for v in s])[:, None]
-        )
-        col = (Cf**2).sum(axis=0) if gaussian else np.abs(Cf).sum(axis=0)
-        d = float(delta)
-        report.budget = float(col.max()) * (d * d / 2 if gaussian else d)
+    C = tuple(tuple(row) for row in report.strategy)
+    small = len(C) <= EXACT_SOLVE_LIMIT
+    # exact for an exact plan; for a float plan each term |C|/s (C²/s²) is rounded up to a
+    # multiple of 2⁻⁶⁴ (an upper bound: the exact sums of 2⁻⁵³-floats grow without bound)
+    sums = column_sums(C, tuple(report.scales), squares=gaussian, exact=report.exact and small)
+    top = max(sums)
+    report.budget_exact = top * delta**2 / 2 if gaussian else top * delta
+    report.budget_is_bound = not (report.exact and small)
+    report.budget = float(report.budget_exact)
+    if not report.exact:
         report.notes.append(
             "a float plan: its entries are the floats the target computed; dpref reads "
             "them at their exact binary values"
