@@ -14,8 +14,9 @@ unless the line before it (blank lines aside) is ``<!-- docs-test: skip REASON -
 All ``pycon`` and ``python`` blocks of a page share one namespace and run in order; every
 block of a page runs in one temporary directory holding a copy of ``docs/examples/`` (both as
 ``docs/examples/FILE``, the path from the repository root, and as ``FILE`` in the directory
-itself) and of the test helpers (``tests/*.py``, ``tests/targets/*.py``), with ``dpref`` (and ``.venv/bin/dpref``,
-``.venv/bin/python``) on a shim that runs this checkout's ``python -m dpref``.
+itself) and of the test helpers (``tests/*.py``, ``tests/targets/*.py``), with ``dpref``
+(and ``.venv/bin/dpref``, ``.venv/bin/python``) on a shim that runs this checkout's
+``python -m dpref``.
 
 ``tests/test_docs_examples.py`` runs every page with :func:`run_page`.
 """
