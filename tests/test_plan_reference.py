@@ -22,13 +22,14 @@ import pytest
 
 from dpref import Binary
 from dpref.audit.conform import conform
-from dpref.audit.reference_file import PlanReference, is_plan_file, load_reference_plan
+from dpref.audit.reference_file import PlanReference, is_plan_file
 from dpref.cli import main
-from dpref.cli.float_params import binary_parameters
 from dpref.cli.plan import check_file
 from dpref.cli.plan_extract import extract_plan
+from dpref.cli.plan_reference import load_reference_plan
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms.factorization.blt import BLT
+from dpref.mechanisms.float_params import binary_parameters
 
 HERE = Path(__file__).parent
 FDA = str(HERE / "targets" / "fda.py")

@@ -34,8 +34,8 @@ from dpref.audit.limits import (
     MAX_TIMEOUT,
     MAX_WORKERS,
 )
-from dpref.audit.reference_cli import add_reference_flags, input_notes, plan_reference
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
+from dpref.cli.plan_reference import add_reference_flags, input_notes, plan_reference
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -535,7 +535,7 @@ def add_parser(subparsers: Any) -> None:
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
     _check_ranges(args)
-    plan_ref = plan_reference(args)  # --reference FILE (reference_cli.py)
+    plan_ref = plan_reference(args)  # --reference FILE (dpref/cli/plan_reference.py)
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)
         return run_exact_cli(args)
@@ -586,7 +586,7 @@ def run_conform(args: argparse.Namespace) -> int:
     from dpref.audit.conform import conform
 
     _check_ranges(args)
-    plan_ref = plan_reference(args)  # --reference FILE (reference_cli.py)
+    plan_ref = plan_reference(args)  # --reference FILE (dpref/cli/plan_reference.py)
     T = _need_horizon(args)
     _check_conform_options(args)
     _check_cluster_flags(args)

@@ -3,11 +3,11 @@
 A third party's mechanism — FDA, KTCR, a banded or column-normalised strategy — is a
 strategy C (rows: noise nodes, columns: items 1..T), a decoder B (T × rows of C) and
 per-row noise scales s (node n gets Laplace noise of scale ``b·s_n`` or Gaussian noise of
-standard deviation ``σ·s_n``), as ``dpref plan check`` reads them.  This module reads such
-a file (:func:`load_reference_plan`, the one place a reference plan file is read) and
-builds the :class:`~dpref.mechanisms.Mechanism` that conformance and the plan-aware
-audit need (:class:`PlanReference`): its plan R = B, its node scales, its noiseless
-release ``m(x) = B·C·x``.
+standard deviation ``σ·s_n``), as ``dpref plan check`` reads them.  Such a file, read by
+:func:`dpref.cli.plan_reference.load_reference_plan` (the one place a reference plan file
+is read) into a :class:`PlanFile`, becomes here the :class:`~dpref.mechanisms.Mechanism`
+that conformance and the plan-aware audit need (:class:`PlanReference`): its plan R = B,
+its node scales, its noiseless release ``m(x) = B·C·x``.
 
 **The noise** is Laplace (``--epsilon E`` and/or ``--scale b``) or Gaussian (``--rho R``
 and/or ``--sigma σ``); without any of them the file's ``"noise"`` key names the law and
@@ -30,11 +30,9 @@ conformance checks' per-node ε assume.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -44,7 +42,7 @@ from dpref.domains import Domain, bits
 from dpref.errors import ParameterError
 from dpref.mechanisms.base import EXACT, BudgetTerm, Mechanism, NodeTable, OnlineCounter
 from dpref.plan import ExactSparse, LinearPlan, PlanCheck, TargetRows
-from dpref.validation import ceil_float, ceil_sqrt_float, check_epsilon, check_fraction, fmt
+from dpref.validation import ceil_float, ceil_sqrt_float, check_epsilon, fmt
 
 __all__ = [
     "EXACT_SUM_LIMIT",
@@ -53,7 +51,6 @@ __all__ = [
     "PlanFile",
     "PlanReference",
     "is_plan_file",
-    "load_reference_plan",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -105,129 +102,6 @@ class PlanFile:
     def rows(self) -> int:
         """The number of rows of C (noise nodes)."""
         return len(self.strategy)
-
-
-def _entry(name: str, v: Any) -> tuple[Fraction, bool]:
-    """One entry: exact (int, rational string) or a float at its binary value (True)."""
-    if isinstance(v, bool) or not isinstance(v, int | float | str):
-        raise ParameterError(f"{name}={fmt(v)}: must be a number or a rational string")
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ParameterError(f"{name}={v!r}: must be finite")
-        return Fraction(v), True
-    return check_fraction(name, v), False
-
-
-def _matrix(name: str, value: Any, ndim: int = 2) -> tuple[list[list[Fraction]], int]:
-    """Rows of exact entries (a 1-d value is one row) and the number of float entries."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            raise ParameterError(f"{name}: dtype {value.dtype} is not real numbers")
-        if value.ndim != ndim:
-            raise ParameterError(f"{name}: shape {value.shape}, need a {ndim}-d array")
-        value = value.tolist()
-    if ndim == 1:
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise ParameterError(f"{name}: must be a non-empty list of rows")
-    if len(value) > MAX_REFERENCE_ROWS:
-        raise ParameterError(f"{name}: {len(value)} rows, above the limit {MAX_REFERENCE_ROWS}")
-    out: list[list[Fraction]] = []
-    floats = 0
-    width = None
-    for r, row in enumerate(value):
-        label = name if ndim == 1 else f"{name}[{r}]"
-        if not isinstance(row, list) or not row:
-            raise ParameterError(f"{label}: must be a non-empty list")
-        if width is None:
-            width = len(row)
-            if width > MAX_REFERENCE_ROWS:
-                raise ParameterError(
-                    f"{label}: {width} entries, above the limit {MAX_REFERENCE_ROWS}"
-                )
-        elif len(row) != width:
-            raise ParameterError(f"{label}: {len(row)} entries, row 0 has {width}")
-        vals = []
-        for i, v in enumerate(row):
-            f, was_float = _entry(f"{label}[{i}]", v)
-            floats += was_float
-            vals.append(f)
-        out.append(vals)
-    return out, floats
-
-
-def load_reference_plan(path: str) -> PlanFile:
-    """Read a dense plan file (``.json`` or ``.npz``: ``C``, ``B``, optional ``scales``,
-    ``noise``, ``comment``) for use as a reference.
-
-    This is the one function through which conformance and the plan-aware audit read a
-    plan file.  The file is read with ``dpref plan check``'s readers (size cap, JSON and
-    ``.npz`` parsing); the entries are kept exact — integers and rational strings as
-    they are, floats at their exact binary values.  Raises
-    :class:`~dpref.errors.ParameterError` naming the first offending entry: a bad file, a
-    shape mismatch, a scale ≤ 0, a decoder that uses a row before its last nonzero column
-    (not causal), a plan above :data:`MAX_REFERENCE_ROWS`.
-    """
-    from dpref.cli.plan import MAX_FILE_BYTES, _read_json, _read_npz
-
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix not in (".json", ".npz"):
-        raise ParameterError(f"reference={path!r}: a plan file is a .json or .npz file")
-    try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise ParameterError(f"reference={path!r}: cannot read ({exc.strerror})") from None
-    if size > MAX_FILE_BYTES:
-        raise ParameterError(f"reference={path!r}: {size:,} bytes, above {MAX_FILE_BYTES:,}")
-    doc = _read_json(p)[0] if suffix == ".json" else _read_npz(p)
-    for key in ("C", "B"):
-        if key not in doc:
-            raise ParameterError(f"{key}=missing: the file {path!r} has keys {sorted(doc)[:8]}")
-    extra = sorted(set(doc) - {"C", "B", "scales", "noise", "comment"})
-    if extra:
-        raise ParameterError(f"{extra[0]}=...: unknown key (expected C, B, scales, noise, comment)")
-    C, fc = _matrix("C", doc["C"])
-    B, fb = _matrix("B", doc["B"])
-    nodes, T = len(C), len(C[0])
-    if len(B) != T or len(B[0]) != nodes:
-        raise ParameterError(
-            f"B: shape ({len(B)}, {len(B[0])}), need (T, rows of C) = ({T}, {nodes})"
-        )
-    fs = 0
-    scales = [Fraction(1)] * nodes
-    if "scales" in doc:
-        rows, fs = _matrix("scales", doc["scales"], ndim=1)
-        scales = rows[0]
-        if len(scales) != nodes:
-            raise ParameterError(f"scales: {len(scales)} entries, need one per row of C ({nodes})")
-    for n, s in enumerate(scales):
-        if s <= 0:
-            raise ParameterError(f"scales[{n}]={s}: must be > 0")
-    noise = doc.get("noise")
-    if isinstance(noise, np.ndarray):
-        noise = str(noise)
-    law: Law | None = None
-    if noise in ("laplace", "gaussian"):
-        law = "laplace" if noise == "laplace" else "gaussian"
-    elif noise is not None:
-        raise ParameterError(f"noise={fmt(noise)}: must be 'laplace' or 'gaussian'")
-    release = [max((i + 1 for i, v in enumerate(row) if v != 0), default=1) for row in C]
-    for t, row in enumerate(B, 1):
-        for n, v in enumerate(row):
-            if v != 0 and release[n] > t:
-                raise ParameterError(
-                    f"B[{t - 1}][{n}]={v}: output t={t} uses row {n} of C, released at "
-                    f"t={release[n]} (B is not causal)"
-                )
-    return PlanFile(
-        path=path,
-        strategy=tuple(tuple(r) for r in C),
-        decoder=tuple(tuple(r) for r in B),
-        scales=tuple(scales),
-        noise=law,
-        floats=fc + fb + fs,
-    )
 
 
 # ------------------------------------------------------------------ the plan

@@ -1,4 +1,4 @@
-"""Float-derived mechanism parameters on the command line: a decimal is the float it denotes.
+"""Float-derived mechanism parameters given as text: a decimal is the float it denotes.
 
 **The rule.**  A mechanism parameter is *float-derived* when its class lists it in
 ``float_parameters`` (BLT's ``theta`` and ``omega``: the values a library such as
@@ -15,7 +15,6 @@ window sizes — takes a decimal as the decimal rational it spells (``--epsilon 
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 from fractions import Fraction
@@ -37,7 +36,7 @@ def float_parameters(cls: Any) -> tuple[str, ...]:
 
 def binary_hint(param: str) -> str:
     """The sentence a float-derived parameter's ``--help`` ends with ('' for the others)."""
-    from dpref.mechanisms import MECHANISMS
+    from dpref.mechanisms.base import MECHANISMS
 
     if any(param in float_parameters(cls) for cls in MECHANISMS.values()):
         return (
@@ -67,9 +66,10 @@ def _binary(name: str, item: str, notes: list[str]) -> str:
     return str(exact)
 
 
-def binary_parameters(cls: Any, params: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def binary_parameters(cls: Any, params: dict[str, Any], args: Any) -> dict[str, Any]:
     """``params`` with every decimal given to a float-derived parameter of ``cls`` replaced
-    by the exact rational of its float (module doc); the notes go to ``args.input_notes``."""
+    by the exact rational of its float (module doc); the notes go to ``args.input_notes``
+    (``args``: the command line's namespace, or any object with attributes)."""
     names = float_parameters(cls)
     if not names:
         return params
