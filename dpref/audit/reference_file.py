@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.domains import Domain, bits
-from dpref.errors import ParameterError
+from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms.base import EXACT, BudgetTerm, Mechanism, NodeTable, OnlineCounter
 from dpref.plan import ExactSparse, LinearPlan, PlanCheck, TargetRows
 from dpref.validation import ceil_float, ceil_sqrt_float, check_epsilon, fmt
@@ -76,7 +76,7 @@ def is_plan_file(spec: Any) -> bool:
 
 
 # ------------------------------------------------------------------ the file
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class PlanFile:
     """A dense plan file as read: exact entries, floats at their exact binary values."""
 
@@ -206,6 +206,12 @@ class PlanReference(Mechanism):
         domain: Domain | None = None,
         label: str = "",
     ) -> None:
+        if not isinstance(plan_file, PlanFile):
+            raise DprefTypeError(f"plan_file={fmt(plan_file)}: must be a PlanFile")
+        if law not in ("laplace", "gaussian"):
+            raise ParameterError(f"law={fmt(law)}: must be 'laplace' or 'gaussian'")
+        if not (isinstance(unit, Fraction) and unit > 0):
+            raise ParameterError(f"unit={fmt(unit)}: must be a Fraction > 0")
         super().__init__(
             epsilon=epsilon, rho=rho, horizon=plan_file.horizon, domain=domain, noise=law
         )
@@ -264,6 +270,8 @@ class PlanReference(Mechanism):
         ``noise`` law at unit scale; ``noise`` (``"laplace"``/``"gaussian"``) may name
         the law too.  Raises :class:`~dpref.errors.ParameterError` for contradicting
         options or a unit too small for the claim."""
+        if not isinstance(plan_file, PlanFile):
+            raise DprefTypeError(f"plan_file={fmt(plan_file)}: must be a PlanFile")
         dom = bits() if domain is None else domain
         law = _law(plan_file, noise, epsilon, rho, scale, sigma)
         delta = dom.sensitivity

@@ -75,7 +75,7 @@ every probed value is a short dyadic, floats otherwise. Exit 0 written; 1 no pla
 recovered (nothing written); 2 usage or input error."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ExtractedPlan:
     """The outcome of :func:`extract_plan`."""
 
@@ -265,7 +265,7 @@ def extract_plan(
         raise DprefTypeError(f"domain={fmt(domain)}: must be a dpref.domains.Domain")
     name, run, _, own = _resolve(target, protocol, timeout, 4 << 30)
     dom = domain if domain is not None else (own if own is not None else bits())
-    report = ExtractedPlan(str(name), T, verdict="inconclusive")
+    report = ExtractedPlan(target=str(name), horizon=T, verdict="inconclusive")
     try:
         if isinstance(run, WorkerRunner):
             run.start(T)
@@ -309,13 +309,13 @@ def _solve(
     report.determined = rank == len(used)
     short = all(_short(float(v)) for v in np.concatenate([A.ravel(), M.ravel(), s]))
     rational = report.determined and T <= (EXACT_SOLVE_LIMIT if short else FLOAT_SOLVE_LIMIT)
-    if rational:
+    solved = _exact_solve(A, M, s, used) if rational else "dependent"
+    if solved == "uncovered":
+        _uncovered(report, A, M)
+        return
+    if isinstance(solved, tuple):
         # solved in rationals (the floats at their binary values): a structural zero of C
         # stays exactly 0 instead of a rounding residue of a float solve
-        solved = _exact_solve(A, M, s, used)
-        if solved is None:
-            _uncovered(report, A, M)
-            return
         report.exact = short
         report.strategy, report.decoder = solved
         report.scales = [Fraction(float(v)) for v in s]
@@ -324,11 +324,13 @@ def _solve(
             report.decoder = [[Fraction(float(v)) for v in row] for row in report.decoder]
             report.max_error = _float_error(report.strategy, report.decoder, A)
     else:
+        if rational:  # the float rank missed a dependency the rational elimination found
+            report.determined = False
         C = _float_strategy(A, M, s, used, report)
         B = M / s[None, :]
         err = float(np.abs(B @ C - A).max(initial=0.0))
         tol = 1e-9 * max(1.0, float(np.abs(A).max(initial=0.0)))
-        if err > tol:
+        if not err <= tol:  # NaN (a failed programme) included
             _uncovered(report, A, M)
             return
         report.max_error = err
@@ -360,8 +362,9 @@ def _uncovered(report: ExtractedPlan, A: FloatArray, M: FloatArray) -> None:
 
 def _exact_solve(
     A: FloatArray, M: FloatArray, s: FloatArray, used: list[int]
-) -> tuple[list[list[Fraction]], list[list[Fraction]]] | None:
-    """``B = M/s`` and the unique C with ``B·C = A`` in rationals (None: no solution)."""
+) -> tuple[list[list[Fraction]], list[list[Fraction]]] | str:
+    """``B = M/s`` and the unique C with ``B·C = A`` in rationals, or why not:
+    ``"uncovered"`` (no solution) or ``"dependent"`` (the used columns are dependent)."""
     T, K = M.shape
     sf = [Fraction(float(v)) for v in s]
     B = [[Fraction(float(M[t, j])) / sf[j] for j in range(K)] for t in range(T)]
@@ -373,7 +376,7 @@ def _exact_solve(
     for col in range(r):
         p = next((k for k in range(row, T) if rows[k][col] != 0), None)
         if p is None:
-            return None  # dependent columns: not determined (checked in floats before)
+            return "dependent"  # the float rank missed a dependency: not determined
         rows[row], rows[p] = rows[p], rows[row]
         lead = rows[row][col]
         rows[row] = [v / lead for v in rows[row]]
@@ -384,7 +387,7 @@ def _exact_solve(
         pivots.append(row)
         row += 1
     if any(v != 0 for k in range(row, T) for v in rows[k][r:]):
-        return None  # A has a part outside the range of B
+        return "uncovered"  # A has a part outside the range of B
     C = [[Fraction(0)] * T for _ in range(K)]
     for col, j in enumerate(used):
         C[j] = rows[pivots[col]][r:]
