@@ -297,3 +297,29 @@ def test_undetermined_strategy_is_the_least_cost_one() -> None:
     assert gau.budget == pytest.approx(0.75, rel=1e-12)
     C = np.array([[float(v) for v in row] for row in gau.strategy or []])
     assert np.allclose(C[:3], C[3:]) and np.allclose(C[:3] + C[3:], np.tril(np.ones((3, 3))))
+
+
+BANDED = str(HERE / "targets" / "banded.py")
+
+
+def test_banded_gaussian_strategy_extracts_exactly_and_conforms(tmp_path: Path) -> None:
+    """A banded Toeplitz strategy (rows are not intervals) under Gaussian noise: its plan
+    comes out exact (C = the band, ρ = L2²/2 = 5/8 at σ = 1), the target conforms to it and
+    the same target at 0.7σ does not (its σ ratio 0.7 lies far outside the exact χ²
+    interval at 300 runs; the implied ρ is 5/8/0.49 = 1.28)."""
+    rep = extract_plan(f"{BANDED}:banded", 8)
+    assert rep.exit_code == 0 and rep.exact and rep.law == "gaussian"
+    band = [
+        [Fraction(1) if i == n else Fraction(1, 2) if i == n - 1 else 0 for i in range(8)]
+        for n in range(8)
+    ]
+    assert rep.strategy == band and rep.budget_exact == Fraction(5, 8)
+    path = tmp_path / "band.json"
+    path.write_text(json.dumps(rep.document()))
+    ref = PlanReference.from_file(load_reference_plan(str(path)))
+    assert ref.declared_rho == Fraction(5, 8)
+    ok = conform(f"{BANDED}:banded", ref, horizon=8, runs=300, seed=3)
+    assert ok.verdict == "no-violation-found", ok.reason
+    thin = conform(f"{BANDED}:banded_thin", ref, horizon=8, runs=300, seed=3)
+    assert thin.verdict == "violation" and thin.implied_rho is not None
+    assert thin.implied_rho["low"] > 5 / 8
