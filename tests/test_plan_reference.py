@@ -323,3 +323,17 @@ def test_banded_gaussian_strategy_extracts_exactly_and_conforms(tmp_path: Path) 
     thin = conform(f"{BANDED}:banded_thin", ref, horizon=8, runs=300, seed=3)
     assert thin.verdict == "violation" and thin.implied_rho is not None
     assert thin.implied_rho["low"] > 5 / 8
+
+
+def test_npz_plan_file_reads_floats_at_their_binary_values(tmp_path: Path) -> None:
+    C = np.array([[1.0, 0.0], [0.1, 1.0]])
+    B = np.array([[1.0, 0.0], [0.9, 1.0]])
+    path = tmp_path / "p.npz"
+    np.savez(path, C=C, B=B, scales=np.array([1.0, 0.5]), noise=np.array("laplace"))
+    pf = load_reference_plan(str(path))
+    assert pf.noise == "laplace" and pf.floats == 10
+    assert pf.strategy[1][0] == Fraction(0.1) != Fraction(1, 10)
+    ref = PlanReference.from_file(pf)
+    # L1 = max(1 + 0.1/0.5, 1/0.5) = 2 (item 2), at unit scale: ε = 2 exactly
+    assert ref.declared_epsilon == 2
+    assert np.allclose(ref.target(np.array([1.0, 1.0])), B @ C @ np.ones(2))
