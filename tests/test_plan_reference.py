@@ -337,3 +337,14 @@ def test_npz_plan_file_reads_floats_at_their_binary_values(tmp_path: Path) -> No
     # L1 = max(1 + 0.1/0.5, 1/0.5) = 2 (item 2), at unit scale: ε = 2 exactly
     assert ref.declared_epsilon == 2
     assert np.allclose(ref.target(np.array([1.0, 1.0])), B @ C @ np.ones(2))
+
+
+def test_extract_writes_nothing_when_the_structure_is_not_recovered(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A clipped release is not linear: exit 3 with the finding, and no file."""
+    out = tmp_path / "clipped.json"
+    target = f"{HERE / 'injectable_targets.py'}:binary_clipped"
+    code, rep = _json_run(["plan", "extract", target, "--horizon", "4", "--out", str(out)], capsys)
+    assert code == 3 and rep["verdict"] == "inconclusive" and rep["out"] is None
+    assert "not linear" in rep["findings"][0] and not out.exists()
