@@ -311,7 +311,7 @@ def _solve(
     rational = report.determined and T <= (EXACT_SOLVE_LIMIT if short else FLOAT_SOLVE_LIMIT)
     solved = _exact_solve(A, M, s, used) if rational else "dependent"
     if solved == "uncovered":
-        _uncovered(report, A, M)
+        _uncovered(report, A, M, exact=True)
         return
     if isinstance(solved, tuple):
         # solved in rationals (the floats at their binary values): a structural zero of C
@@ -331,7 +331,7 @@ def _solve(
         err = float(np.abs(B @ C - A).max(initial=0.0))
         tol = 1e-9 * max(1.0, float(np.abs(A).max(initial=0.0)))
         if not err <= tol:  # NaN (a failed programme) included
-            _uncovered(report, A, M)
+            _uncovered(report, A, M, exact=False)
             return
         report.max_error = err
         report.strategy = [[Fraction(float(v)) for v in row] for row in C]
@@ -348,14 +348,15 @@ def _float_error(C: list[list[Fraction]], B: list[list[Fraction]], A: FloatArray
     return float(np.abs(Bf @ Cf - A).max(initial=0.0))
 
 
-def _uncovered(report: ExtractedPlan, A: FloatArray, M: FloatArray) -> None:
+def _uncovered(report: ExtractedPlan, A: FloatArray, M: FloatArray, exact: bool) -> None:
     U, S, _ = np.linalg.svd(M, full_matrices=False)
     U = U[:, S > 1e-12 * (S[0] if S.size else 0.0)]
     off = A - U @ (U.T @ A)
     i = int(np.argmax(np.abs(off).max(axis=0)))
     report.findings = [
         f"item {i + 1} moves the outputs in a direction no noise covers (no C solves "
-        "B·C = A): its loss is infinite (dpref audit --exact proves it)"
+        + ("B·C = A exactly" if exact else "B·C = A within 1e-9")
+        + "): its loss is unbounded — dpref audit --exact computes it"
     ]
     report.verdict = "no-plan"
 
