@@ -348,3 +348,21 @@ def test_extract_writes_nothing_when_the_structure_is_not_recovered(
     code, rep = _json_run(["plan", "extract", target, "--horizon", "4", "--out", str(out)], capsys)
     assert code == 3 and rep["verdict"] == "inconclusive" and rep["out"] is None
     assert "not linear" in rep["findings"][0] and not out.exists()
+
+
+def test_honaker_tree_extracts_its_causal_least_squares_plan(tmp_path: Path) -> None:
+    """Honaker's GLS tree (15 draws, 8 outputs — the KTCR family: per-row scales, a decoder
+    that is not a selection): C is not determined; the least-squares causal C is a plan
+    whose ρ is the outputs' exact one, 297/680 (`dpref audit honaker --rho 1/2 --horizon 8
+    --exact`: μ² = 297/340), below the plan's declared 1/2; Honaker conforms to it."""
+    from dpref import Honaker
+
+    m = Honaker(rho="1/2", horizon=8)
+    rep = extract_plan(m, 8)
+    assert rep.exit_code == 0 and not rep.determined and len(rep.scales) == 15
+    assert rep.budget == pytest.approx(297 / 680, rel=1e-12)
+    path = tmp_path / "honaker.json"
+    path.write_text(json.dumps(rep.document()))
+    ref = PlanReference.from_file(load_reference_plan(str(path)))  # causal, or it would raise
+    r = conform(m, ref, horizon=8, runs=300, seed=1)
+    assert r.verdict == "no-violation-found", r.reason

@@ -10,10 +10,11 @@ decoder is ``B = M·diag(s)⁻¹`` and the strategy C any solution of ``B·C = A
 * when the used draws' responses are linearly independent (every counter whose outputs
   determine its node noise: Binary, FDA, Simple I/II, …) C is unique — ``C = B⁺·A`` on
   the used rows, 0 on the others;
-* otherwise C is not determined by the outputs; the file holds the solution that costs
-  least — per item, the least ``Σ_n |C_{n,i}|/s_n`` (Laplace, a linear programme) or
-  ``Σ_n C_{n,i}²/s_n²`` (Gaussian, least squares) — whose column sums are the exact
-  audit's output-level loss, not a plan-level one; the report says so.
+* otherwise C is not determined by the outputs; the file holds the causal solution that
+  costs least — a draw first used at output u carries no item after u, and per item the
+  least ``Σ_n |C_{n,i}|/s_n`` (Laplace, a linear programme) or ``Σ_n C_{n,i}²/s_n²``
+  (Gaussian, least squares) — whose column sums are at least the exact audit's
+  output-level loss (equal when the unconstrained optimum is causal); the report says so.
 
 The file is the dense JSON ``dpref plan check`` reads: rows of C are the draws in the
 order the target made them, ``scales`` the recorded scales (absolute: check it with
@@ -140,8 +141,7 @@ class ExtractedPlan:
                 + (
                     ""
                     if self.determined
-                    else "; C is not determined by the outputs: the "
-                    "least-cost solution (its sums are the output-level loss)"
+                    else "; C is not determined by the outputs: the least-cost causal solution"
                 )
             ),
         }
@@ -185,8 +185,7 @@ class ExtractedPlan:
             + (
                 "determined by the outputs (the draws' responses are independent)"
                 if self.determined
-                else "NOT determined by the outputs: least-cost "
-                "solution (its sums are the output-level loss)"
+                else "NOT determined by the outputs: the least-cost causal solution"
             ),
             f"  B·C = {self.target_kind}"
             + (f" (largest deviation {self.max_error:.3g})" if self.max_error else " exactly"),
@@ -398,27 +397,43 @@ def _exact_solve(
 def _float_strategy(
     A: FloatArray, M: FloatArray, s: FloatArray, used: list[int], report: ExtractedPlan
 ) -> FloatArray:
-    """C in floats: the unique solution, or the least-cost one (module doc)."""
+    """C in floats: the unique solution, or the least-cost causal one (module doc)."""
     T, K = M.shape
     C = np.zeros((K, T))
     if not used:
         return C
     Mu = M[:, used]
     if report.determined:
-        V = np.linalg.lstsq(Mu, A, rcond=None)[0]
-    elif report.law == "gaussian":
-        V = np.linalg.pinv(Mu) @ A  # least Σ v² = Σ C²/s²
-        report.notes.append(
-            "C is not determined by the outputs: the least-squares solution (least "
-            "Σ_n C²/s² per item), whose column sums are the exact audit's output-level μ²"
-        )
-    else:
-        V = _least_l1(Mu, A)
-        report.notes.append(
-            "C is not determined by the outputs: the least Σ_n |C|/s per item (a linear "
-            "programme), whose column sums are the exact audit's output-level ε"
-        )
-    C[used] = s[used][:, None] * V
+        C[used] = s[used][:, None] * np.linalg.lstsq(Mu, A, rcond=None)[0]
+        return C
+    # causal: a draw first used at output u carries no item after u (else the file's row
+    # would be released after the output that uses it); per item, the cheapest solution
+    # among the draws it may reach
+    first = np.array([int(np.flatnonzero(Mu[:, k])[0]) for k in range(len(used))])
+    gaussian = report.law == "gaussian"
+    for i in range(T):
+        allowed = np.flatnonzero(first >= i)
+        if allowed.size == 0:
+            if np.any(A[:, i] != 0):
+                C[:, i] = np.nan  # no draw can carry item i: not a plan
+            continue
+        sub = Mu[:, allowed]
+        col = A[:, i : i + 1]
+        v = np.linalg.pinv(sub) @ col if gaussian else _least_l1(sub, col)
+        rows = [used[int(k)] for k in allowed]
+        C[rows, i] = s[rows] * v[:, 0]
+    what = (
+        "the least Σ_n C²/s² per item (least squares), its column sums at least the exact "
+        "audit's output-level μ²"
+        if gaussian
+        else "the least Σ_n |C|/s per item (a linear programme), its column sums at least "
+        "the exact audit's output-level ε"
+    )
+    report.notes.append(
+        "C is not determined by the outputs: the least-cost causal C (a draw carries no "
+        f"item after the first output that uses it) — {what} (equal when that optimum is "
+        "causal)"
+    )
     return C
 
 
