@@ -35,6 +35,7 @@ from dpref.audit.limits import (
     MAX_WORKERS,
 )
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
+from dpref.cli.plan_reference import add_reference_flags, input_notes, plan_reference
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -338,7 +339,8 @@ def _check_conform_options(args: argparse.Namespace) -> None:
                 raise ParameterError(
                     f"--rho={args.rho}: {why}: no ρ is tested; give --reference to test one"
                 )
-    if args.epsilon is None and args.rho is None and (args.reference is not None or not blackbox):
+    named = args.reference is not None and args.reference in mechanism_names()
+    if args.epsilon is None and args.rho is None and (named or not blackbox):
         what = "the reference's" if args.reference is not None else "the built-in target's"
         raise ParameterError(
             f"epsilon=None: give --epsilon ({what} ε) or --rho ({what} ρ, Gaussian noise)"
@@ -412,6 +414,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         f"refused if it does not answer within {CONNECT_TIMEOUT:g} s",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_reference_flags(p)
     p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
 
 
@@ -532,6 +535,7 @@ def add_parser(subparsers: Any) -> None:
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
     _check_ranges(args)
+    plan_ref = plan_reference(args)  # --reference FILE (dpref/cli/plan_reference.py)
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)
         return run_exact_cli(args)
@@ -542,7 +546,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _check_audit_options(args)
     _check_cluster_flags(args)
     target = _target(args)
-    reference = _mechanism_named(args, args.reference) if args.reference else None
+    reference = plan_ref or (_mechanism_named(args, args.reference) if args.reference else None)
     built = target.mechanism is not None or reference is not None
     # a built mechanism claims its declaration (--epsilon / --rho built it), unless --mu
     # replaces the claim; a black box claims what --epsilon / --rho say
@@ -582,13 +586,14 @@ def run_conform(args: argparse.Namespace) -> int:
     from dpref.audit.conformance.conform import conform
 
     _check_ranges(args)
+    plan_ref = plan_reference(args)  # --reference FILE (dpref/cli/plan_reference.py)
     T = _need_horizon(args)
     _check_conform_options(args)
     _check_cluster_flags(args)
     # a built-in target goes to conform as a Mechanism: it accepts Gaussian (zCDP) ones
     builtin = args.target in mechanism_names()
     target: Any = _mechanism_named(args, args.target) if builtin else _target(args)
-    reference = _mechanism_named(args, args.reference) if args.reference else None
+    reference = plan_ref or (_mechanism_named(args, args.reference) if args.reference else None)
     domain = None
     if reference is None and not builtin:
         domain = parse_domain(args.domain, args.neighbours)
@@ -612,7 +617,11 @@ def run_conform(args: argparse.Namespace) -> int:
 def _emit(args: argparse.Namespace, report: Any, code: int) -> int:
     """Print the report (one JSON object with ``--json``, else its summary); return the
     exit code of its verdict."""
-    print(json.dumps(report.as_dict()) if args.json else report.summary())
+    notes = input_notes(args)
+    if args.json:
+        print(json.dumps({**report.as_dict(), **({"input_notes": notes} if notes else {})}))
+    else:
+        print("\n".join([report.summary(), *(f"note        {n}" for n in notes)]))
     return code
 
 
@@ -655,5 +664,4 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         seed=args.seed or 0,
         timeout=args.timeout,
     )
-    print(json.dumps(report.as_dict()) if args.json else report.summary())
-    return report.exit_code
+    return _emit(args, report, report.exit_code)

@@ -74,7 +74,10 @@ def add_parser(subparsers: Any) -> None:
         "strategy C and a decoder B.",
     )
     sub = p.add_subparsers(
-        dest="plan_command", required=True, metavar="COMMAND", help="check: check one file"
+        dest="plan_command",
+        required=True,
+        metavar="COMMAND",
+        help="check: check one file; extract: write a target's plan file",
     )
     c = sub.add_parser(
         "check",
@@ -109,6 +112,9 @@ def add_parser(subparsers: Any) -> None:
     )
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run)
+    from dpref.cli.plan_extract import add_extract_parser
+
+    add_extract_parser(sub)
 
 
 def run(args: argparse.Namespace) -> int:

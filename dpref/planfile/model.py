@@ -82,6 +82,9 @@ class PlanFile:
     """Where the plan came from (a path)."""
     comment: str | None = None
     """The file's ``"comment"``, if any."""
+    noise: str | None = None
+    """The noise law the file names (``"laplace"`` or ``"gaussian"``, as ``dpref plan
+    extract`` writes it), or None; ``plan check`` takes the law from its flags."""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     """Derived columns, computed once."""
 

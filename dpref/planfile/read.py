@@ -37,8 +37,11 @@ KEYS = {
     "toeplitz": ("C", "B", "horizon"),
     "blt": ("theta", "omega", "horizon"),
 }
-"""The data keys of each form (besides ``kind``, ``precision``, ``comment``, ``$schema``)."""
-COMMON_KEYS = ("kind", "precision", "comment", "$schema")
+"""The data keys of each form (besides ``kind``, ``precision``, ``noise``, ``comment``,
+``$schema``)."""
+COMMON_KEYS = ("kind", "precision", "noise", "comment", "$schema")
+NOISE_LAWS = ("laplace", "gaussian")
+"""The noise laws a plan may name (``"noise"``: what ``dpref plan extract`` recorded)."""
 
 
 def _error(message: str) -> ParameterError:
@@ -96,7 +99,7 @@ def _read_npz(path: Path) -> dict[str, Any]:
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         why = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise _error(f"file={str(path)!r}: cannot read .npz ({why})") from None
-    for key in ("kind", "precision", "comment"):
+    for key in ("kind", "precision", "noise", "comment"):
         if key in out:
             v = out[key]
             if not (isinstance(v, np.ndarray) and v.dtype.kind == "U" and v.ndim == 0):
@@ -135,6 +138,9 @@ def make_plan(
     comment = doc.get("comment")
     if comment is not None and not isinstance(comment, str):
         raise _error(f"comment={_short(comment)}: must be a string")
+    noise = doc.get("noise")
+    if noise is not None and noise not in NOISE_LAWS:
+        raise _error(f"noise={_short(noise)}: expected laplace or gaussian")
     data = [doc[k] for k in KEYS[kind] if k in doc]
     exact = not from_npz and not any(_has_float(v) for v in data)
     float32_arrays = from_npz and any(
@@ -150,7 +156,13 @@ def make_plan(
         if exact
         else (precision or declared or ("float32" if float32_arrays else "float64"))
     )
-    common = {"exact": exact, "precision": prec, "source": source, "comment": comment}
+    common = {
+        "exact": exact,
+        "precision": prec,
+        "source": source,
+        "comment": comment,
+        "noise": noise,
+    }
     if kind == "dense":
         return _dense(doc, common)
     if kind == "toeplitz":
@@ -390,7 +402,7 @@ def write_plan_file(path: str | Path, plan: PlanFile) -> None:
         raise _error(f"path={str(path)!r}: expected a .json or .npz file")
     arrays: dict[str, Any] = {}
     for key, value in doc.items():
-        if key in ("kind", "precision", "comment"):
+        if key in ("kind", "precision", "noise", "comment"):
             arrays[key] = np.array(value)
         elif key == "horizon":
             arrays[key] = np.array(value, dtype=np.int64)
@@ -417,6 +429,8 @@ def plan_document(plan: PlanFile) -> dict[str, Any]:
         doc["horizon"] = plan.horizon
     if not plan.exact:
         doc["precision"] = plan.precision
+    if plan.noise is not None:
+        doc["noise"] = plan.noise
     if plan.comment is not None:
         doc["comment"] = plan.comment
     return doc
