@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from dpref.audit.conform import conform
 
 from dpref import Binary
-from dpref.audit.reference_file import PlanReference, is_plan_file
+from dpref.audit.conformance.conform import conform
+from dpref.audit.conformance.reference_file import PlanReference, is_plan_file
 from dpref.cli import main
 from dpref.cli.plan import check_file
 from dpref.cli.plan_extract import extract_plan
@@ -366,3 +366,20 @@ def test_honaker_tree_extracts_its_causal_least_squares_plan(tmp_path: Path) -> 
     ref = PlanReference.from_file(load_reference_plan(str(path)))  # causal, or it would raise
     r = conform(m, ref, horizon=8, runs=300, seed=1)
     assert r.verdict == "no-violation-found", r.reason
+
+
+def test_a_toeplitz_coefficient_file_is_a_reference(tmp_path: Path, capsys: Any) -> None:
+    """A plan by its coefficients (docs/plan-format.md) is read through dpref.planfile and
+    expanded: dpref's square-root factorization conforms to the T = 8 Toeplitz file, and not
+    to another factorization of the same prefix sums (C = I, B = all ones: input noise)."""
+    example = Path(__file__).resolve().parent.parent / "docs" / "examples" / "sqrt-T8-toeplitz.json"
+    plan = load_reference_plan(str(example))
+    assert len(plan.strategy) == 8 and plan.strategy[3][0] == Fraction(5, 16)
+    assert plan.strategy[0][3] == 0 and plan.floats == 0  # lower triangular, exact
+    argv = ["conform", "sqrt", "--horizon", "8", "--rho", "1/2", "--seed", "1", "--runs", "500"]
+    code, rep = _json_run([*argv, "--reference", str(example)], capsys)
+    assert code == 0, rep["reason"]
+    other = tmp_path / "input-noise.json"
+    other.write_text(json.dumps({"kind": "toeplitz", "C": [1] + [0] * 7, "B": [1] * 8}))
+    code, rep = _json_run([*argv, "--reference", str(other)], capsys)
+    assert code == 1 and not rep["conforms"]

@@ -1,6 +1,6 @@
 """``dpref plan extract TARGET --horizon T --out FILE``: the plan of a noise-injectable target.
 
-The exact audit's probes (:func:`dpref.audit.structural.recover_structure`) recover a
+The exact audit's probes (:func:`dpref.audit.injected.structural.recover_structure`) recover a
 recordable target's release as ``y = A·(x − x₀) + M·ξ + c``: A is the noiseless response
 to each item (the target's Q), column j of M the response to its j-th standard draw ξ_j
 (Laplace or normal) with the draw's recorded scale ``s_j`` folded in.  That is a plan:
@@ -251,10 +251,10 @@ def extract_plan(
     own worker process, ``timeout`` seconds per call); ``domain`` the stream domain
     (default: the mechanism's, else bits).
     """
+    from dpref.audit.injected.structural import _resolve, recover_structure
+    from dpref.audit.isolation.runners import CallFailure, WorkerRunner
+    from dpref.audit.isolation.targets import seeded
     from dpref.audit.limits import MAX_EXACT_HORIZON
-    from dpref.audit.runners import CallFailure, WorkerRunner
-    from dpref.audit.structural import _resolve, recover_structure
-    from dpref.audit.targets import seeded
     from dpref.domains import Domain, bits
     from dpref.errors import DprefTypeError
     from dpref.validation import check_int_range
@@ -472,7 +472,7 @@ def _describe(report: ExtractedPlan, A: FloatArray, delta: Fraction) -> None:
     if np.isfinite(best[1]):
         report.max_error = max(report.max_error, best[1])
     assert report.strategy is not None
-    from dpref.audit.reference_file import column_sums
+    from dpref.audit.conformance.reference_file import column_sums
 
     gaussian = report.law == "gaussian"
     C = tuple(tuple(row) for row in report.strategy)

@@ -1,8 +1,8 @@
 """The command-line side of ``--reference FILE`` (a plan file) in ``dpref audit`` and
 ``dpref conform``: reading the file (:func:`load_reference_plan`), the ``--scale`` /
-``--sigma`` flags, building the :class:`~dpref.audit.reference_file.PlanReference`, and the
-notes the report prints about inputs taken at their exact binary values (docs/auditing.md
-§12)."""
+``--sigma`` flags, building the
+:class:`~dpref.audit.conformance.reference_file.PlanReference`, and the notes the report
+prints about inputs taken at their exact binary values (docs/auditing.md §12)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dpref.audit.reference_file import MAX_REFERENCE_ROWS, Law, ReferencePlan
+from dpref.audit.conformance.reference_file import MAX_REFERENCE_ROWS, Law, ReferencePlan
 from dpref.errors import ParameterError
 from dpref.validation import check_fraction, fmt
 
@@ -57,7 +57,7 @@ def plan_reference(args: argparse.Namespace) -> Any:
     a black-box target would not use; fills in ``--horizon`` from the file when it is not
     given.  Starts ``args.input_notes``, the notes the report prints (call it first).
     Under ``--exact`` nothing is built (the exact audit takes no reference and says so)."""
-    from dpref.audit.reference_file import PlanReference, is_plan_file
+    from dpref.audit.conformance.reference_file import PlanReference, is_plan_file
     from dpref.cli.common import parse_domain
     from dpref.registry import mechanism_names, parameter_flags
 
