@@ -84,6 +84,18 @@ def add_parser(subparsers: Any) -> None:
         help="absolute tolerance of the checks of a float file (default %(default)s)",
     )
     c.add_argument("--sensitivity", default="1", help="Δ, one item's sensitivity (default 1)")
+    c.add_argument(
+        "--participations",
+        default=None,
+        type=int,
+        help="k: a user contributes at most k times (default 1)",
+    )
+    c.add_argument(
+        "--min-separation",
+        default=None,
+        type=int,
+        help="b: contributions at least b steps apart (default 1)",
+    )
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run)
 
@@ -99,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         scale=args.scale,
         tolerance=args.tolerance,
         sensitivity=args.sensitivity,
+        participations=args.participations,
+        min_separation=args.min_separation,
     )
     if args.json:
         print(json.dumps(report))
@@ -283,6 +297,8 @@ def check_file(
     scale: Any = None,
     tolerance: Any = "1e-9",
     sensitivity: Any = "1",
+    participations: Any = None,
+    min_separation: Any = None,
 ) -> dict[str, Any]:
     """Check a plan file; the report as a JSON-ready dict (see the module docstring).
 
@@ -332,6 +348,19 @@ def check_file(
         "mode": "exact" if exact else f"float (tolerance {float(tol):g})",
         **core["report"],
     }
+    if participations is not None or min_separation is not None:  # dpref.strategy.participation
+        from dpref.strategy.participation import plan_participation
+
+        part = plan_participation(
+            doc["C"],
+            doc.get("scales"),
+            participations=participations,
+            min_separation=min_separation,
+            delta=delta,
+            exact=exact,
+        )
+        core["l1"], core["l2"] = part.pop("core")
+        report["participation"] = part
     report.update(_noise_report(core, gaussian, want_rho, want_eps, sig, lap))
     return report
 
@@ -558,6 +587,8 @@ def _var_summary(var_unit: list[Any], factor: Any, exact: bool) -> dict[str, Any
 
 
 def _text(report: dict[str, Any]) -> str:
+    from dpref.strategy.participation import participation_lines
+
     lines = [
         f"plan {report['file']} ({report['mode']}): {report['nodes']} rows, "
         f"T = {report['horizon']}",
@@ -578,6 +609,7 @@ def _text(report: dict[str, Any]) -> str:
     label = "variance" if "variance" in report else "variance per unit node variance"
     assert var is not None
     lines.append(f"  {label}: max {var['max']:.6g} (t = {var['argmax_t']}), mean {var['mean']:.6g}")
+    lines.extend(participation_lines(report))
     if report["noise_sufficient"] is not None:
         lines.append(f"  noise sufficient: {'yes' if report['noise_sufficient'] else 'NO'}")
     return "\n".join(lines)
