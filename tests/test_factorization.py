@@ -481,6 +481,9 @@ _LABELS = {
         "budget": "proven about the code",
         "zCDP budget": "proven about the code",
         "plan = closed forms": "checked for T ≤ 64",
+        "participation: coefficients": "proven about the code",
+        "participation: earliest pattern": "note",
+        "participation: calibration": "checked for T ≤ 10",
     },
     BLT: {
         "valid strategy": "checked for d ≤ 3",
@@ -488,6 +491,9 @@ _LABELS = {
         "columns": "proven lemma",
         "budget": "proven about the code",
         "plan = closed forms": "checked for T ≤ 64",
+        "participation: coefficients": "proven lemma",
+        "participation: earliest pattern": "note",
+        "participation: calibration": "checked for T ≤ 10",
     },
 }
 

@@ -824,5 +824,6 @@ def participation_lines(report: dict[str, Any]) -> list[str]:
     if isinstance(part["spread"], dict):
         for norm, r in part["spread"].items():
             what = "L1" if norm == "l1" else "L2²"
-            lines.append(f"    spread change, {what} = {r['value_float']:.17g}: {r['label']}")
+            low = f" (≥ {r['lower_float']:.17g})" if "lower_float" in r else ""
+            lines.append(f"    spread change, {what} = {r['value_float']:.17g}{low}: {r['label']}")
     return lines
