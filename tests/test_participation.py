@@ -270,3 +270,25 @@ def test_plan_check_uses_the_participation_sensitivity(tmp_path: Path) -> None:
     assert Fraction(plain["sensitivity_l2_squared_exact"]) < Fraction(
         rep["sensitivity_l2_squared_exact"]
     )
+
+
+def test_plan_check_dense_with_row_scales(tmp_path: Path) -> None:
+    """A dense, non-Toeplitz plan with per-row noise scales: the sensitivity is that of
+    diag(1/scales)·C, enumerated exactly; float mode gives the same numbers, rounded up."""
+    C = [[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [1, 1, 1, 1]]  # the binary tree at T = 4
+    B = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 1, 0], [0, 0, 0, 1]]
+    scales = ["1", "2", "1", "3"]
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps({"C": C, "B": B, "scales": scales}))
+    rep = check_file(str(path), epsilon="1", participations=2, min_separation=2)
+    scaled = [[Fraction(v) / Fraction(s) for v in row] for row, s in zip(C, scales, strict=True)]
+    for norm, key in (("l1", "sensitivity_l1_exact"), ("l2", "sensitivity_l2_squared_exact")):
+        want = brute(scaled, 2, 2, norm)
+        assert rep[key] == str(want)
+        assert rep["participation"]["participation"][norm]["label"] == LABEL_ENUMERATED
+    assert rep["scale_needed_exact"] == rep["sensitivity_l1_exact"]
+    fpath = tmp_path / "tree-float.json"
+    fpath.write_text(json.dumps({"C": C, "B": B, "scales": [1.0, 2.0, 1.0, 3.0]}))
+    frep = check_file(str(fpath), epsilon="1", participations=2, min_separation=2)
+    assert frep["sensitivity_l2_squared"] >= float(brute(scaled, 2, 2, "l2"))
+    assert frep["sensitivity_l2_squared"] == pytest.approx(float(brute(scaled, 2, 2, "l2")))

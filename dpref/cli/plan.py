@@ -348,8 +348,10 @@ def check_file(
         "mode": "exact" if exact else f"float (tolerance {float(tol):g})",
         **core["report"],
     }
-    if participations is not None or min_separation is not None:  # dpref.strategy.participation
-        from dpref.strategy.participation import plan_participation
+    if (
+        participations is not None or min_separation is not None
+    ):  # dpref.strategy.participation_report
+        from dpref.strategy.participation_report import plan_participation
 
         part = plan_participation(
             doc["C"],
@@ -587,7 +589,7 @@ def _var_summary(var_unit: list[Any], factor: Any, exact: bool) -> dict[str, Any
 
 
 def _text(report: dict[str, Any]) -> str:
-    from dpref.strategy.participation import participation_lines
+    from dpref.strategy.participation_report import participation_lines
 
     lines = [
         f"plan {report['file']} ({report['mode']}): {report['nodes']} rows, "
