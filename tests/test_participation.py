@@ -292,3 +292,17 @@ def test_plan_check_dense_with_row_scales(tmp_path: Path) -> None:
     frep = check_file(str(fpath), epsilon="1", participations=2, min_separation=2)
     assert frep["sensitivity_l2_squared"] >= float(brute(scaled, 2, 2, "l2"))
     assert frep["sensitivity_l2_squared"] == pytest.approx(float(brute(scaled, 2, 2, "l2")))
+
+
+@pytest.mark.parametrize(("k", "b"), [(9, 7), (20, 3), (100, 1), (12, 30)])
+def test_many_participations_by_the_difference_of_cumulative_sums(k: int, b: int) -> None:
+    """m > 8 takes the O(T) recurrence; it must equal the definition ‖C Σ_a e_{ab}‖²."""
+    T = 200
+    s = sqrt_coefficients(T)
+    c = s.fractions()
+    pat = [a * b for a in range(k) if a * b < T]
+    v = [sum((c[n - p] for p in pat if p <= n), Fraction(0)) for n in range(T)]
+    got = toeplitz_participation(s, participations=k, min_separation=b)
+    assert got.exact and got.value == sum(x * x for x in v)
+    l1 = toeplitz_participation(s, participations=k, min_separation=b, norm="l1")
+    assert l1.value == sum(v, Fraction(0))

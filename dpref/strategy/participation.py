@@ -45,6 +45,7 @@ rounding is bounded and rounded up.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,6 +90,9 @@ MAX_EXACT_COLUMNS = 128
 """Largest T of the exact dense maximisation (its Gram matrix is T² exact integers)."""
 MAX_GRAM_COLUMNS = 1024
 """Above this T the dense L2 bound uses column norms only (the Gram bound costs T³ flops)."""
+MAX_SEPARATED_WORK = 2**20
+"""Above ``m·T`` this, the separated-pattern maximum of a bound is replaced by the sum of the
+m largest weights (an upper bound of it)."""
 _ROUND_DEN = 2**64
 """Denominator of the rounded-up square roots of the Toeplitz upper bound."""
 
@@ -244,10 +248,26 @@ def _weighted_sum(seq: ScaledSeq, horizon: int, weights: Sequence[int]) -> Fract
 
 def _pattern_square_norm(seq: ScaledSeq, horizon: int, pattern: Sequence[int]) -> Fraction:
     """``‖C·Σ_{p∈pattern} e_p‖²`` exactly: ``v_n = Σ_p c_{n−p} = V_n/(D·g^n)`` with
-    ``V_n = Σ_p N_{n−p}·g^p``; then ``Σ_n V_n² g^{2(T−1−n)}`` by Horner."""
+    ``V_n = Σ_p N_{n−p}·g^p``; then ``Σ_n V_n² g^{2(T−1−n)}`` by Horner.  For the arithmetic
+    pattern ``(0, b, …, (m−1)b)`` in O(T) whatever m: ``V_n = N_n + g^b·V_{n−b} −
+    g^{mb}·N_{n−mb}`` (jax_privacy's difference of cumulative sums)."""
     g, nums = seq.base, seq.nums
-    lifts = [(p, g**p) for p in pattern]
     g2, acc = g * g, 0
+    m = len(pattern)
+    b = pattern[1] - pattern[0] if m > 1 else 1
+    if m > 8 and pattern[0] == 0 and all(q - p == b for p, q in itertools.pairwise(pattern)):
+        lift_b, lift_mb = g**b, g ** (m * b)
+        V: list[int] = []
+        for n in range(horizon):
+            v = nums[n]
+            if n >= b:
+                v += lift_b * V[n - b]
+            if n >= m * b:
+                v -= lift_mb * nums[n - m * b]
+            V.append(v)
+            acc = acc * g2 + v * v
+        return Fraction(acc, seq.denom**2 * g2 ** (horizon - 1))
+    lifts = [(p, g**p) for p in pattern]
     for n in range(horizon):
         v = 0
         for p, lift in lifts:
@@ -582,6 +602,8 @@ def _best_separated(
     """``max Σ_{i∈π} w_i`` over patterns of ≤ m positions pairwise ≥ b apart (w ≥ 0), and a
     maximiser: ``best[s][i] = max(best[s][i−1], w_{i−1} + best[s−1][i−b])``."""
     T = len(weights)
+    if m * T > MAX_SEPARATED_WORK:  # the m largest weights, separation ignored: still ≥
+        return sum(sorted(weights)[-m:], Fraction(0)), ()
     zero = Fraction(0)
     prev: list[Fraction] = [zero] * (T + 1)
     choice: list[list[bool]] = []

@@ -55,6 +55,9 @@ LABEL_S1_UPPER = (
     "upper bound (closed form: non-negative Toeplitz pattern; Σ_a S₁(T − ab) with S₁'s "
     "rigorous upper bound)"
 )
+MAX_S1_TERMS = 64
+"""Above this many participations P₁ is summed over the coefficients (``Σ_n w_n c_n``,
+``w_n = min(m, ⌊(T−1−n)/b⌋ + 1)``) instead of over m calls of ``s1``."""
 _U = Fraction(1, 2**53)
 
 
@@ -112,6 +115,8 @@ def _compute(m: Any, T: int, norm: str) -> ParticipationSensitivity:
         "effective_participations": mm,
         "pattern": pattern,
     }
+    if norm == "l1" and mm > MAX_S1_TERMS:  # Σ_n w_n c_n over the coefficients instead
+        return _coefficient_l1(m, T, k, b)
     if norm == "l1":
         value = sum((m.s1(T - p) for p in pattern), Fraction(0))
         exact = all(m._s1_exact(T - p) for p in pattern)
@@ -175,3 +180,32 @@ def _float_coefficients(m: Any, T: int) -> tuple[FloatArray, int]:
         coefficients: FloatArray = m.strategy_float(T)
         return coefficients, 1
     raise NotImplementedError(f"{type(m).__name__}: no rigorous float coefficients")
+
+
+def _coefficient_l1(m: Any, T: int, k: int, b: int) -> ParticipationSensitivity:
+    """P₁ as ``Σ_n w_n c_n`` (exact coefficients within :data:`PARTICIPATION_EXACT_BITS`,
+    else float coefficients rounded up by F: an upper bound)."""
+    base = m.strategy_exact(1).base
+    if T * max(1, base.bit_length()) <= PARTICIPATION_EXACT_BITS:
+        return toeplitz_participation(
+            m.strategy_exact(T), participations=k, min_separation=b, norm="l1"
+        )
+    floats, steps = _float_coefficients(m, T)
+    factor = 1 + 4 * (2 * T + steps + 4) * _U
+    approx = toeplitz_participation(
+        exact_coefficients("coefficients", floats),
+        participations=k,
+        min_separation=b,
+        norm="l1",
+    )
+    return ParticipationSensitivity(
+        norm="l1",
+        value=_round_up(approx.value * factor),
+        exact=False,
+        label=LABEL_FLOAT_UPPER.format(slack=float(factor - 1)),
+        relation="participation",
+        participations=k,
+        min_separation=b,
+        effective_participations=approx.effective_participations,
+        pattern=approx.pattern,
+    )
