@@ -143,7 +143,7 @@ def participation_claims(cls: type[Any], limit: int) -> list[ClaimResult]:
     name = label(cls)
     hypothesis = _sqrt_hypothesis if cls.__name__ == "SqrtFactorization" else _blt_hypothesis
     return [
-        run_claim(name, "participation: coefficients", hypothesis),
-        run_claim(name, "participation: earliest pattern", _earliest_pattern),
-        run_claim(name, "participation: calibration", lambda: _calibration(cls, limit)),
+        run_claim(name, "participation monotone", hypothesis),
+        run_claim(name, "participation pattern", _earliest_pattern),
+        run_claim(name, "participation calibrated", lambda: _calibration(cls, limit)),
     ]

@@ -481,9 +481,9 @@ _LABELS = {
         "budget": "proven about the code",
         "zCDP budget": "proven about the code",
         "plan = closed forms": "checked for T ≤ 64",
-        "participation: coefficients": "proven about the code",
-        "participation: earliest pattern": "note",
-        "participation: calibration": "checked for T ≤ 10",
+        "participation monotone": "proven about the code",
+        "participation pattern": "note",
+        "participation calibrated": "checked for T ≤ 10",
     },
     BLT: {
         "valid strategy": "checked for d ≤ 3",
@@ -491,9 +491,9 @@ _LABELS = {
         "columns": "proven lemma",
         "budget": "proven about the code",
         "plan = closed forms": "checked for T ≤ 64",
-        "participation: coefficients": "proven lemma",
-        "participation: earliest pattern": "note",
-        "participation: calibration": "checked for T ≤ 10",
+        "participation monotone": "proven lemma",
+        "participation pattern": "note",
+        "participation calibrated": "checked for T ≤ 10",
     },
 }
 
