@@ -306,3 +306,16 @@ def test_many_participations_by_the_difference_of_cumulative_sums(k: int, b: int
     assert got.exact and got.value == sum(x * x for x in v)
     l1 = toeplitz_participation(s, participations=k, min_separation=b, norm="l1")
     assert l1.value == sum(v, Fraction(0))
+
+
+def test_coefficient_form_gives_the_dense_form_fields() -> None:
+    """The hook for coefficient plan files: the same fields as the dense Toeplitz matrix."""
+    from dpref.strategy.participation_report import coefficient_participation, plan_participation
+
+    T = 12
+    c = sqrt_coefficients(T).fractions()
+    dense = [[str(c[n - i]) if i <= n else "0" for i in range(T)] for n in range(T)]
+    kw = {"participations": 3, "min_separation": 4, "delta": Fraction(3)}
+    a = coefficient_participation([str(v) for v in c], **kw)  # type: ignore[arg-type]
+    b = plan_participation(dense, None, **kw)  # type: ignore[arg-type]
+    assert a == b and a["core"][1] == 9 * brute(toeplitz_dense(c), 3, 4, "l2")
