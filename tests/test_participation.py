@@ -204,6 +204,8 @@ def test_mechanisms_calibrate_with_the_one_participation_number(cls: type) -> No
     assert single.node_scale() == single.s2(T) and single.node_scale() < m.node_scale()
     e = cls(epsilon=1, horizon=T, participations=k, min_separation=b)
     assert e.node_scale() == sum(e.s1(T - p) for p in (0, 8, 16))
+    with pytest.raises(ParameterError, match="participations=3"):  # no symbolic (k, b)
+        e.laplace_scale(T, ops=object())
 
 
 def test_one_participation_is_single_participation() -> None:

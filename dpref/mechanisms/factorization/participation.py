@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpref.errors import ParameterError
 from dpref.mechanisms.base import EXACT
 from dpref.strategy.participation import (
     LABEL_TOEPLITZ_L1,
@@ -77,10 +78,14 @@ def column_sum(m: Any, power: int, horizon: Any, ops: Any = EXACT) -> Any:
     single participation — or symbolic ``ops`` (the proofs) — else ``P₁``/``P₂`` of
     :func:`mechanism_participation`.  The one formula :meth:`laplace_scale`,
     :meth:`gaussian_variance`, the budget terms and the declared privacy sum all call."""
-    if (
-        ops is not EXACT
-        or effective_participations(horizon, m.participations, m.min_separation) == 1
-    ):
+    if ops is not EXACT:
+        if m.participations != 1:
+            raise ParameterError(
+                f"participations={m.participations}: the symbolic column sums (the proofs) "
+                "cover single participation; (k, b) is evaluated at a concrete T"
+            )
+        return m.s1(horizon, ops) if power == 1 else m.s2(horizon, ops)
+    if effective_participations(horizon, m.participations, m.min_separation) == 1:
         return m.s1(horizon, ops) if power == 1 else m.s2(horizon, ops)
     return mechanism_participation(m, horizon, "l1" if power == 1 else "l2").value
 
