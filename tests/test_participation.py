@@ -208,6 +208,13 @@ def test_mechanisms_calibrate_with_the_one_participation_number(cls: type) -> No
         e.laplace_scale(T, ops=object())
 
 
+def test_participation_work_is_bounded_by_the_horizon() -> None:
+    with pytest.raises(ParameterError, match="participations=2.*horizon=4194304"):
+        SqrtFactorization(rho=1, horizon=2**22, participations=2, min_separation=8)
+    # one participation fits: nothing to compute, accepted
+    SqrtFactorization(rho=1, horizon=2**22, participations=2, min_separation=2**22)
+
+
 def test_one_participation_is_single_participation() -> None:
     m = SqrtFactorization(rho=1, horizon=32, participations=1, min_separation=5)
     assert m.node_scale() == SqrtFactorization(rho=1, horizon=32).node_scale()

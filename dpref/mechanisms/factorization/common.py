@@ -21,13 +21,13 @@ from dpref.mechanisms.base import (
     NodeTable,
 )
 from dpref.mechanisms.factorization.participation import (
+    check_mechanism_participation,
     column_sum,
     column_sum_exact,
     participation_params,
 )
 from dpref.plan import ExactSparse
 from dpref.strategy import RationalGF, ScaledSeq, ToeplitzPlan, scale_all
-from dpref.strategy.participation import check_participation
 from dpref.validation import ceil_float, ceil_sqrt_float
 
 FloatArray = npt.NDArray[np.float64]
@@ -115,8 +115,8 @@ class ToeplitzFactorization(Mechanism):
     ) -> None:
         _check_noise_kind(noise)
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
-        self.participations, self.min_separation = check_participation(
-            participations, min_separation
+        self.participations, self.min_separation = check_mechanism_participation(
+            participations, min_separation, self.horizon
         )
         """(k, b)-participation (default 1, 1): the noise is calibrated to the strategy's
         sensitivity when a user contributes ≤ k times, ≥ b steps apart

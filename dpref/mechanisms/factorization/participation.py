@@ -36,6 +36,7 @@ from dpref.strategy.participation import (
     LABEL_TOEPLITZ_L1,
     LABEL_TOEPLITZ_L2,
     ParticipationSensitivity,
+    check_participation,
     effective_participations,
     exact_coefficients,
     toeplitz_participation,
@@ -60,6 +61,26 @@ MAX_S1_TERMS = 64
 """Above this many participations P₁ is summed over the coefficients (``Σ_n w_n c_n``,
 ``w_n = min(m, ⌊(T−1−n)/b⌋ + 1)``) instead of over m calls of ``s1``."""
 _U = Fraction(1, 2**53)
+
+
+MAX_PARTICIPATION_HORIZON = 2**21
+"""Largest T of a mechanism with more than one participation (P₁, P₂ take O(T) memory and
+time: about 3 s at T = 2²⁰); beyond, the constructor refuses."""
+
+
+def check_mechanism_participation(
+    participations: Any, min_separation: Any, horizon: int | None
+) -> tuple[int, int]:
+    """``(k, b)`` validated (:func:`~dpref.strategy.participation.check_participation`), and
+    T ≤ :data:`MAX_PARTICIPATION_HORIZON` when more than one participation fits in T."""
+    k, b = check_participation(participations, min_separation)
+    if horizon is not None and horizon > MAX_PARTICIPATION_HORIZON:
+        if effective_participations(horizon, k, b) > 1:
+            raise ParameterError(
+                f"participations={k}: (k, b)-participation is computed for horizon ≤ "
+                f"{MAX_PARTICIPATION_HORIZON} (2^21; O(T) work), got horizon={horizon}"
+            )
+    return k, b
 
 
 def participation_params(m: Any) -> dict[str, int]:
