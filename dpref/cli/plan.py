@@ -40,7 +40,8 @@ holds integers or rational strings such as "3/8" (checked exactly) or floats (ch
 B·C equal the target, is B causal, the L1 and L2 column sensitivities, the per-step variance,
 and the ρ or ε supported at the given noise (or the noise needed for a given budget). A
 malformed file is one line on stderr and exit code 2; exit 1 when both a budget and a noise
-level are given and the noise is too small."""
+level are given and the noise is too small. With --participations K --min-separation B the
+sensitivities are for (k, b)-participation (docs/factorization.md, "Participation")."""
 
 MAX_FILE_BYTES = 64 << 20
 """Largest plan file read (64 MiB; for ``.npz``, also the sum of its uncompressed arrays)."""
