@@ -328,3 +328,13 @@ def test_coefficient_form_gives_the_dense_form_fields() -> None:
     a = coefficient_participation([str(v) for v in c], **kw)  # type: ignore[arg-type]
     b = plan_participation(dense, None, **kw)  # type: ignore[arg-type]
     assert a == b and a["core"][1] == 9 * brute(toeplitz_dense(c), 3, 4, "l2")
+
+
+@pytest.mark.parametrize(
+    "bad", [np.zeros(3), [], "ab", [[]], 5, [[1, 2], [1]], [[float("nan")]], [["x"]]]
+)
+def test_bad_matrices_are_dpref_errors(bad: object) -> None:
+    with pytest.raises(DprefError, match="matrix"):
+        dense_participation(bad)
+    with pytest.raises(DprefError, match="matrix"):
+        dense_spread(bad)

@@ -507,12 +507,7 @@ def dense_participation(
     k, b = check_participation(participations, min_separation)
     nm = _check_norm(norm)
     how = check_choice("method", method, ("auto", "exact", "bound"))
-    if isinstance(matrix, np.ndarray) and matrix.ndim == 2:
-        T = matrix.shape[1]
-    else:
-        T = len(matrix[0]) if isinstance(matrix, Sequence) and matrix else 0
-    if T == 0:
-        raise ParameterError(f"matrix={fmt(matrix)}: need a non-empty 2-d matrix")
+    T = _columns(matrix)
     m = effective_participations(T, k, b)
     fits = T <= MAX_EXACT_COLUMNS and _enumeration_work(T, k, b, signs=False) <= MAX_ENUMERATION
     if how == "exact" and not fits:
@@ -542,6 +537,19 @@ def dense_participation(
                 f"exceed {MAX_ENUMERATION} evaluations"
             )
     return _dense_bound(matrix, m, b, nm, common)
+
+
+def _columns(matrix: Any) -> int:
+    """The number of columns T of a non-empty 2-d matrix (else a DprefError naming it)."""
+    if isinstance(matrix, np.ndarray):
+        if matrix.ndim != 2 or matrix.size == 0:
+            raise ParameterError(f"matrix={fmt(matrix)}: need a non-empty 2-d array")
+        return int(matrix.shape[1])
+    rows_ok = isinstance(matrix, Sequence) and not isinstance(matrix, str) and len(matrix) > 0
+    first = matrix[0] if rows_ok else None
+    if not rows_ok or not isinstance(first, Sequence) or isinstance(first, str) or not first:
+        raise DprefTypeError(f"matrix={fmt(matrix)}: must be a non-empty matrix (rows of numbers)")
+    return len(first)
 
 
 def _enumerate(
