@@ -209,7 +209,7 @@ def test_mechanisms_calibrate_with_the_one_participation_number(cls: type) -> No
 
 
 def test_participation_work_is_bounded_by_the_horizon() -> None:
-    with pytest.raises(ParameterError, match="participations=2.*horizon=4194304"):
+    with pytest.raises(ParameterError, match=r"participations=2.*horizon=4194304"):
         SqrtFactorization(rho=1, horizon=2**22, participations=2, min_separation=8)
     # one participation fits: nothing to compute, accepted
     SqrtFactorization(rho=1, horizon=2**22, participations=2, min_separation=2**22)
