@@ -338,3 +338,14 @@ def test_bad_matrices_are_dpref_errors(bad: object) -> None:
         dense_participation(bad)
     with pytest.raises(DprefError, match="matrix"):
         dense_spread(bad)
+
+
+def test_the_float_bound_assumes_sqrts_float_coefficients_are_the_sequential_cumprod() -> None:
+    """P₂ above the exact size bounds the float coefficients' error by 2n roundings: true of
+    the sequential cumulative product of the rounded ratios (2k−1)/(2k) — pinned here, so a
+    change of ``strategy_float`` fails this test instead of silently voiding the bound."""
+    T = 4096
+    k = np.arange(1, T, dtype=np.float64)
+    want = np.concatenate([[1.0], np.cumprod((2 * k - 1) / (2 * k))])
+    got = SqrtFactorization(rho=1, horizon=T).strategy_float(T)
+    assert np.array_equal(got, want)
