@@ -170,11 +170,19 @@ GRID: dict[str, tuple[GridConfig, ...]] = {
         GridConfig({"k": 5}, (1, 4, 5, 6, 16, 24, 25, 26, 64)),
         GridConfig({"k": 7}, (1, 6, 7, 8, 48, 49, 50, 64)),
     ),
-    "sqrt": (GridConfig(),),
+    "sqrt": (
+        GridConfig(),
+        # (k, b)-participation (docs/factorization.md, "Participation"): one or several fit
+        GridConfig({"participations": 3, "min_separation": 4}, (1, 4, 5, 9, 16, 33, 64)),
+    ),
     "blt": (
         GridConfig({"theta": "1/2", "omega": "1/2"}),
         GridConfig({"theta": "1/2,7/8", "omega": "1/4,1/8"}),
         GridConfig({"theta": "1/4,1/2,3/4", "omega": "1/8,1/4,1/2"}, (1, 2, 3, 8, 16, 33, 64)),
+        GridConfig(
+            {"theta": "1/2,7/8", "omega": "1/4,1/8", "participations": 2, "min_separation": 8},
+            (8, 9, 16, 64),
+        ),
     ),
     "smooth": (GridConfig(),),
 }

@@ -102,6 +102,7 @@ from proofs.core import (
     lemma,
     run_claim,
 )
+from proofs.participation import participation_claims
 
 __all__ = ["OPS", "PROOFS", "FactorOps"]
 
@@ -546,6 +547,7 @@ def _prove_sqrt(cls: type[Any], limit: int) -> list[ClaimResult]:
         run_claim(name, "budget", lambda: _sqrt_budget(cls)),
         run_claim(name, "zCDP budget", lambda: _sqrt_zcdp(cls)),
         run_claim(name, "plan = closed forms", lambda: _exhaustive(cls, limit)),
+        *participation_claims(cls, limit),  # proofs/participation.py
     ]
 
 
@@ -558,6 +560,7 @@ def _prove_blt(cls: type[Any], limit: int) -> list[ClaimResult]:
         run_claim(name, "columns", _columns),
         run_claim(name, "budget", lambda: _blt_budget(cls)),
         run_claim(name, "plan = closed forms", lambda: _exhaustive(cls, limit)),
+        *participation_claims(cls, limit),  # proofs/participation.py
     ]
 
 

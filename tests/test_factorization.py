@@ -472,6 +472,9 @@ _LABELS = {
         "budget": "proven about the code",
         "zCDP budget": "proven about the code",
         "plan = closed forms": "checked for T ≤ 64",
+        "participation monotone": "proven about the code",
+        "participation pattern": "note",
+        "participation calibrated": "checked for T ≤ 10",
     },
     BLT: {
         "valid strategy": "checked for d ≤ 3",
@@ -479,6 +482,9 @@ _LABELS = {
         "columns": "proven lemma",
         "budget": "proven about the code",
         "plan = closed forms": "checked for T ≤ 64",
+        "participation monotone": "proven lemma",
+        "participation pattern": "note",
+        "participation calibrated": "checked for T ≤ 10",
     },
 }
 

@@ -203,6 +203,7 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.gaussian",
         "proofs.smooth",
         "proofs.factorization",
+        "proofs.participation",
         "proofs.trees",
         "proofs.tree_smt",
         "proofs.zcdp",

@@ -53,7 +53,9 @@ report: does B·C equal the target, is B causal, the L1 and L2 column sensitivit
 per-step variance, and the ρ or ε supported at the given noise (or the noise needed for a
 given budget). Toeplitz and BLT plans are checked in O(T log T), up to T = 2^20. Exit 1 when
 B·C is not the target (with the full report) or when both a budget and a noise level are
-given and the noise is too small; a malformed file is one line on stderr and exit code 2."""
+given and the noise is too small; a malformed file is one line on stderr and exit code 2.
+With --participations K --min-separation B the sensitivities are for (k, b)-participation
+(docs/factorization.md, "Participation")."""
 
 MAX_FILE_BYTES = MAX_JSON_BYTES
 """Largest JSON plan file read (64 MiB); a ``.npz`` may have up to
@@ -110,6 +112,18 @@ def add_parser(subparsers: Any) -> None:
         help='the float precision of the plan (default: the file\'s "precision", float32 for '
         "float32 .npz arrays, else float64); comparisons allow its unit roundoff",
     )
+    c.add_argument(
+        "--participations",
+        default=None,
+        type=int,
+        help="k: a user contributes at most k times (default 1)",
+    )
+    c.add_argument(
+        "--min-separation",
+        default=None,
+        type=int,
+        help="b: contributions at least b steps apart (default 1)",
+    )
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run)
     from dpref.cli.plan_extract import add_extract_parser
@@ -129,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         sensitivity=args.sensitivity,
         precision=args.precision,
+        participations=args.participations,
+        min_separation=args.min_separation,
     )
     if args.json:
         print(json.dumps(report))
@@ -175,6 +191,8 @@ def check_file(
     tolerance: Any = "1e-9",
     sensitivity: Any = "1",
     precision: str | None = None,
+    participations: Any = None,
+    min_separation: Any = None,
 ) -> dict[str, Any]:
     """Check a plan file; the report as a JSON-ready dict (see the module docstring).
 
@@ -220,8 +238,46 @@ def check_file(
     if not core["exact"]:
         report["tolerance"] = float(tol)
         report["unit_roundoff"] = unit_roundoff(plan)
+    if participations is not None or min_separation is not None:
+        report["participation"] = _participation(plan, core, participations, min_separation, delta)
     report.update(_noise_report(core, gaussian, want_rho, want_eps, sig, lap, tol, delta, plan))
     return report
+
+
+def _participation(
+    plan: Any, core: dict[str, Any], participations: Any, min_separation: Any, delta: Fraction
+) -> dict[str, Any]:
+    """The (k, b)-participation fields (:mod:`dpref.strategy.participation_report`); the
+    core's sensitivities (per unit Δ, as :func:`_sensitivities` scales them) become this
+    relation's, so the noise needed and the sufficiency verdict are for it."""
+    from dpref.strategy.participation_report import coefficient_participation, plan_participation
+
+    exact = bool(core["exact"])
+    if plan.kind == "dense":
+        part = plan_participation(
+            plan.C,
+            plan.scales,
+            participations=participations,
+            min_separation=min_separation,
+            delta=delta,
+            exact=exact,
+        )
+    else:
+        part = coefficient_participation(
+            plan.strategy_column(exact),
+            participations=participations,
+            min_separation=min_separation,
+            delta=delta,
+            exact=exact,
+        )
+    l1, l2 = part.pop("core")
+    if exact:
+        core["l1"], core["l2"] = Fraction(l1) / delta, Fraction(l2) / delta**2
+    else:  # rigorous upper bounds (rounded up), per unit Δ, exactly
+        core["l1_upper"] = Fraction(l1) / delta
+        core["l2_upper"] = Fraction(l2) / delta**2
+        core["l1"], core["l2"] = float(core["l1_upper"]), float(core["l2_upper"])
+    return part
 
 
 def _sensitivities(core: dict[str, Any], delta: Fraction) -> dict[str, Any]:
@@ -355,6 +411,8 @@ def _put_exact(out: dict[str, Any], key: str, value: Fraction) -> None:
 
 
 def _text(report: dict[str, Any]) -> str:
+    from dpref.strategy.participation_report import participation_lines
+
     kind = report.get("kind", "dense")
     shape = (
         f"{report['nodes']} rows, T = {report['horizon']}"
@@ -402,6 +460,7 @@ def _text(report: dict[str, Any]) -> str:
     label = "variance" if "variance" in report else "variance per unit node variance"
     assert var is not None
     lines.append(f"  {label}: max {var['max']:.6g} (t = {var['argmax_t']}), mean {var['mean']:.6g}")
+    lines.extend(participation_lines(report))
     if report["noise_sufficient"] is not None:
         lines.append(f"  noise sufficient: {_sufficiency(report)}")
     return "\n".join(lines)

@@ -160,6 +160,11 @@ class BLT(ToeplitzFactorization):
         ``"a,b,…"`` (default: the ``"2^20"`` preset of :data:`BLT_PRESETS`).
     omega
         The output scales ω_i > 0 with ``Σ ω_i ≤ 1``, one per θ_i (default: the preset's).
+    participations
+        k: a user contributes at most k times (default 1); the noise is calibrated to the
+        (k, b)-participation sensitivity (docs/factorization.md, "Participation").
+    min_separation
+        b: any two contributions of a user are at least b steps apart (default 1: none).
 
     References
     ----------
@@ -188,8 +193,18 @@ class BLT(ToeplitzFactorization):
         omega: Any = None,
         domain: Domain | None = None,
         noise: Any = None,
+        participations: Any = None,
+        min_separation: Any = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
+        super().__init__(
+            epsilon=epsilon,
+            rho=rho,
+            horizon=horizon,
+            domain=domain,
+            noise=noise,
+            participations=participations,
+            min_separation=min_separation,
+        )
         if theta is None and omega is None:
             theta, omega = BLT_PRESETS["2^20"]
         elif theta is None or omega is None:
@@ -226,10 +241,11 @@ class BLT(ToeplitzFactorization):
             if self.theta == tuple(Fraction(v) for v in theta) and self.omega == tuple(
                 Fraction(v) for v in omega
             ):
-                return {"preset": name}
+                return {"preset": name, **super().extra_params()}
         return {
             "theta": ",".join(map(str, self.theta)),
             "omega": ",".join(map(str, self.omega)),
+            **super().extra_params(),
         }
 
     @property

@@ -20,6 +20,12 @@ from dpref.mechanisms.base import (
     Mechanism,
     NodeTable,
 )
+from dpref.mechanisms.factorization.participation import (
+    check_mechanism_participation,
+    column_sum,
+    column_sum_exact,
+    participation_params,
+)
 from dpref.plan import ExactSparse
 from dpref.strategy import RationalGF, ScaledSeq, ToeplitzPlan, scale_all
 from dpref.validation import ceil_float, ceil_sqrt_float
@@ -104,9 +110,17 @@ class ToeplitzFactorization(Mechanism):
         horizon: Any = None,
         domain: Domain | None = None,
         noise: Any = None,
+        participations: Any = None,
+        min_separation: Any = None,
     ) -> None:
         _check_noise_kind(noise)
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
+        self.participations, self.min_separation = check_mechanism_participation(
+            participations, min_separation, self.horizon
+        )
+        """(k, b)-participation (default 1, 1): the noise is calibrated to the strategy's
+        sensitivity when a user contributes ≤ k times, ≥ b steps apart
+        (:mod:`dpref.mechanisms.factorization.participation`)."""
 
     # -------------------------------------------------------- what subclasses give
     @abstractmethod
@@ -140,6 +154,10 @@ class ToeplitzFactorization(Mechanism):
     factorization is dominated (S₁ ≈ 2√(T/π) grows polynomially).  At large T the table
     reads :meth:`variance_upper` (the exact per-step Fractions carry Θ(T)-bit denominators)."""
 
+    def extra_params(self) -> dict[str, Any]:
+        """``participations``/``min_separation`` when not 1."""
+        return participation_params(self)
+
     @classmethod
     def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
         """The default parameters only (the square root has none; BLT its shipped preset)."""
@@ -158,7 +176,7 @@ class ToeplitzFactorization(Mechanism):
         ε defaults to :attr:`design_epsilon`, Δ to the domain's; any may be a symbol)."""
         eps = self.design_epsilon if epsilon is None else epsilon
         delta = self.sensitivity if sensitivity is None else sensitivity
-        return self.s1(horizon, ops) * delta / eps
+        return column_sum(self, 1, horizon, ops) * delta / eps
 
     def gaussian_variance(
         self, horizon: Any, ops: Any = EXACT, *, rho: Any = None, sensitivity: Any = None
@@ -169,7 +187,7 @@ class ToeplitzFactorization(Mechanism):
         if r is None:
             raise ParameterError(f"epsilon={self.epsilon}: a pure ε-DP mechanism has no ρ")
         delta = self.sensitivity if sensitivity is None else sensitivity
-        return self.s2(horizon, ops) * delta**2 / (2 * r)
+        return column_sum(self, 2, horizon, ops) * delta**2 / (2 * r)
 
     def node_scale(self) -> Fraction:
         """Laplace scale ``S₁Δ/ε`` (:meth:`laplace_scale`), or Gaussian variance
@@ -219,7 +237,7 @@ class ToeplitzFactorization(Mechanism):
         eps = s.get("epsilon", self.design_epsilon)
         delta = s.get("sensitivity", self.sensitivity)
         scale = self.laplace_scale(T, ops, epsilon=eps, sensitivity=delta)
-        return [BudgetTerm("column", self.s1(T, ops), scale)]
+        return [BudgetTerm("column", column_sum(self, 1, T, ops), scale)]
 
     def gaussian_terms(self, ops: Any = EXACT, **s: Any) -> list[BudgetTerm]:
         """The Gaussian twin of :meth:`budget_terms`: membership ``S₂`` (the squared weights
@@ -229,7 +247,7 @@ class ToeplitzFactorization(Mechanism):
         rho = s.get("rho", self.rho)
         delta = s.get("sensitivity", self.sensitivity)
         variance = self.gaussian_variance(T, ops, rho=rho, sensitivity=delta)
-        return [BudgetTerm("column", self.s2(T, ops), variance)]
+        return [BudgetTerm("column", column_sum(self, 2, T, ops), variance)]
 
     def expected_privacy_sum(self, horizon: int) -> Fraction | None:
         """The exact privacy sum of the plan over the first ``horizon`` steps, when S₁ (S₂)
@@ -237,12 +255,12 @@ class ToeplitzFactorization(Mechanism):
         the node scale is set for T, so a shorter plan spends that share (ε at T itself)."""
         T = self._t()
         if self.rho is not None:
-            if not (self._s2_exact(T) and self._s2_exact(horizon)):
+            if not (column_sum_exact(self, 2, T) and self._s2_exact(horizon)):
                 return None
-            return Fraction(2 * self.rho * self.s2(horizon) / self.s2(T))
-        if not (self._s1_exact(T) and self._s1_exact(horizon)):
+            return Fraction(2 * self.rho * self.s2(horizon) / column_sum(self, 2, T))
+        if not (column_sum_exact(self, 1, T) and self._s1_exact(horizon)):
             return None
-        return Fraction(self.design_epsilon * self.s1(horizon) / self.s1(T))
+        return Fraction(self.design_epsilon * self.s1(horizon) / column_sum(self, 1, T))
 
     def _s1_exact(self, horizon: int) -> bool:
         return True

@@ -202,6 +202,14 @@ class SqrtFactorization(ToeplitzFactorization):
     steps is computed by one FFT when the block is reached (blocks double: amortised
     O(log t) per step), with O(t) memory.
 
+    Parameters
+    ----------
+    participations
+        k: a user contributes at most k times (default 1); the noise is calibrated to the
+        (k, b)-participation sensitivity (docs/factorization.md, "Participation").
+    min_separation
+        b: any two contributions of a user are at least b steps apart (default 1: none).
+
     References
     ----------
     .. [1] H. Fichtenberger, M. Henzinger, J. Upadhyay. "Constant Matters: Fine-grained
