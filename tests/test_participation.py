@@ -349,3 +349,26 @@ def test_the_float_bound_assumes_sqrts_float_coefficients_are_the_sequential_cum
     want = np.concatenate([[1.0], np.cumprod((2 * k - 1) / (2 * k))])
     got = SqrtFactorization(rho=1, horizon=T).strategy_float(T)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("form", ["toeplitz", "dense"])
+def test_plan_check_participation_of_a_coefficient_file(tmp_path: Path, form: str) -> None:
+    """``plan check --participations 2 --min-separation 4`` of sqrt at T = 8, given by its
+    Toeplitz coefficients or densely: L2² is ‖C(e₀ + e₄)‖² exactly (the earliest pattern),
+    brute force agrees, and the noise needed is for that relation."""
+    c = [Fraction(math.comb(2 * k, k), 4**k) for k in range(8)]  # (1 − x)^(−1/2)
+    C = [[c[n - i] if i <= n else Fraction(0) for i in range(8)] for n in range(8)]
+    doc: dict[str, object]
+    if form == "toeplitz":
+        doc = {"kind": "toeplitz", "C": [str(x) for x in c], "B": [str(x) for x in c]}
+    else:
+        B = [[str(c[t - n]) if n <= t else "0" for n in range(8)] for t in range(8)]
+        doc = {"C": [[str(x) for x in row] for row in C], "B": B}
+    path = tmp_path / "sqrt8.json"
+    path.write_text(json.dumps(doc))
+    rep = check_file(str(path), rho="1/2", participations=2, min_separation=4)
+    want = sum((C[n][0] + C[n][4]) ** 2 for n in range(8))
+    assert want == brute(C, 2, 4, "l2")
+    assert Fraction(rep["sensitivity_l2_squared_exact"]) == want
+    assert rep["participation"]["participation"]["l2"]["value"] == str(want)
+    assert rep["sigma_needed"] == pytest.approx(math.sqrt(want / 1))  # σ² = L2²/(2ρ), ρ = 1/2
