@@ -335,7 +335,10 @@ def settle(noise: Any) -> None:
     """After a call: let a :class:`RecordingGenerator` record a use of its bit generator
     behind its methods (:meth:`RecordingGenerator.settle`); nothing for other noise."""
     if isinstance(noise, RecordingGenerator):
-        noise.settle()
+        try:
+            noise.settle()
+        except Exception:  # the target broke the generator's own attributes
+            noise._script._req.unknown.append("bit_generator")
 
 
 class NoiseCallback:
