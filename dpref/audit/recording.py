@@ -33,6 +33,7 @@ called with them is :mod:`dpref.audit.runners`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,10 +225,11 @@ class RecordingGenerator(np.random.Generator):
     draw's scale and law; ``standard_normal(size=None)`` is ``normal(0, 1, size)``.
     Every other public draw method of numpy's Generator (:data:`OTHER_LAWS`) is recorded
     and answered by a fixed-seed shadow generator.  The ways out of the script
-    (``bit_generator``, ``spawn``, copying or pickling) are recorded as unknown attributes
-    and answered from the shadow; so is any unknown attribute, which raises
-    :class:`AttributeError`.  :func:`settle`, called after the target returns, records
-    ``bit_generator`` when the underlying bit generator was used behind these methods.
+    (:data:`_ESCAPES`: ``bit_generator``, ``spawn``, copying or pickling) are recorded as
+    unknown attributes and answered from the shadow; any other attribute is recorded and
+    raises :class:`AttributeError`.  :func:`settle`, called after the target returns,
+    records ``bit_generator`` when the underlying bit generator was used behind these
+    methods.
     """
 
     def __init__(self, script: Any = (), requests: Requests | None = None) -> None:
@@ -338,7 +340,8 @@ def settle(noise: Any) -> None:
         try:
             noise.settle()
         except Exception:  # the target broke the generator's own attributes
-            noise._script._req.unknown.append("bit_generator")
+            with contextlib.suppress(Exception):
+                noise._script._req.unknown.append("bit_generator")
 
 
 class NoiseCallback:
