@@ -28,9 +28,9 @@ judged by the scale and variance checks; the structure test holds its rate for e
   exact mean by Bernstein's inequality ``P(|mean − φ| ≥ t) ≤ 2·exp(−N·t²/(2v + 4t/3))``
   (terms within 2 of their mean), Bonferroni over the 2m statistics.  r is unknown: the
   p-value is the supremum over r in its range of that Bonferroni p-value (the target
-  conforms to *some* common ratio), bounded from above on a cover of the range by cells
-  (:func:`_cf_test`).  At the true r the Bonferroni p-value is valid, and the supremum is
-  at least it.
+  conforms to *some* common ratio), bounded from above on a cover of the range by cells,
+  refined where the bound reaches the level (:func:`_cf_test`).  At the true r the
+  Bonferroni p-value is valid, and the supremum is at least it.
 
 Every bound is non-asymptotic, so the false-alarm rate of the check is at most ``a`` for
 every N: ``a/3`` (identified nodes' law) + ``a/3`` (r outside its interval) + ``a/3`` (a
@@ -66,7 +66,7 @@ FREQUENCIES = (1.0, 2.0)
 """The frequencies, in units of ``1/sd_n``, at which each node's characteristic
 function is tested."""
 _CELL = 1.01
-"""Ratio of the ends of each cell of the cover of r's range (:func:`_cf_test`)."""
+"""Largest ratio of a cell's ends in the refined cover of r's range (:func:`_cf_test`)."""
 _IDENTIFIED = 1e-9
 """A row of P within this of ``e_n`` (max-norm) identifies node n."""
 
@@ -160,7 +160,7 @@ def laplace_structure(Y: FloatArray, x: FloatArray, plan: LinearPlan, a: float) 
         a_part, p_id = a, 1.0
         r_lo, r_hi = 0.0, math.inf
         how = "r > 0"
-    cf = _cf_test(Z, proj.coef, r_lo, r_hi)
+    cf = _cf_test(Z, proj.coef, r_lo, r_hi, a_part)
     node = int(proj.nodes[cf.node])
     parts.append(
         f"characteristic function of all {proj.nodes.size} recovered nodes at "
@@ -190,54 +190,88 @@ class _CfResult:
     """Its frequency, in units of ``1/sd_n``."""
 
 
-def _cf_test(Z: FloatArray, coef: FloatArray, r_lo: float, r_hi: float) -> _CfResult:
+def _cf_test(Z: FloatArray, coef: FloatArray, r_lo: float, r_hi: float, level: float) -> _CfResult:
     """The per-node characteristic-function test with r unknown in ``[r_lo, r_hi]``.
 
     For each r the statistics' Bernstein p-values at that r are Bonferroni-combined; the
     test's p-value is the supremum over r (the target conforms to *some* common ratio).
-    The supremum is bounded from above on a cover of the interval by cells
-    ``[r_i, r_{i+1}]``: on a cell φ lies in ``[φ(r_{i+1}s), φ(r_i s)]`` (φ decreases in r)
-    and the variance is at most ``(1 + φ(2r_i s))/2 − φ(r_{i+1}s)²``, so each cell's
-    p-values are upper bounds of those at every r in it.
+    It is bounded from above on a cover of the range by cells ``[r_i, r_{i+1}]``: on a
+    cell φ lies in ``[φ(r_{i+1}s), φ(r_i s)]`` (φ decreases in r) and the variance is at
+    most ``(1 + φ(2r_i s))/2 − φ(r_{i+1}s)²``, so a cell's bound is at least the
+    p-value at every r in it.  The cover starts with cells of ratio 2 and splits, eightfold,
+    every cell whose bound reaches ``level`` until its ratio is at most :data:`_CELL`: the
+    decision (``p ≥ level``) is that of the finest cover, at a fraction of its cost.
     """
     N = Z.shape[0]
     sd = np.sqrt(2.0 * (coef**2).sum(axis=1))
     live = np.flatnonzero(sd > 0)
-    K = live.size * len(FREQUENCIES)
+    K = max(1, live.size * len(FREQUENCIES))
+    stats = []
+    for f in FREQUENCIES:
+        s = f / sd[live]
+        stats.append((s, np.cos(Z[:, live] * s[None, :]).mean(axis=0)))
+    c = coef[live]
     lo_e = r_lo if r_lo > 0 else 1e-4
     hi_e = r_hi if math.isfinite(r_hi) else 1e4
-    cells = max(8, math.ceil(math.log(hi_e / lo_e) / math.log(_CELL)))
-    edges = np.geomspace(lo_e, hi_e, cells + 1)
+    edges = np.geomspace(lo_e, hi_e, max(2, math.ceil(math.log2(hi_e / lo_e)) + 1))
+    cells_a, cells_b = list(edges[:-1]), list(edges[1:])
     if r_lo <= 0:
-        edges = np.concatenate([[0.0], edges])
+        cells_a, cells_b = [0.0, *cells_a], [lo_e, *cells_b]
     if not math.isfinite(r_hi):
-        edges = np.concatenate([edges, [math.inf]])
-    worst_p = np.full(edges.size - 1, 1.0)
-    worst_j = np.zeros(edges.size - 1, dtype=np.int64)
-    for fi, f in enumerate(FREQUENCIES):
-        for start in range(0, live.size, 256):
-            rows = live[start : start + 256]
-            c = coef[rows]
-            s = f / sd[rows]
-            mean = np.cos(Z[:, rows] * s[None, :]).mean(axis=0)
-            phi = _cf_grid(c, s, edges)  # (rows, edges), decreasing along edges
-            phi2 = _cf_grid(c, 2.0 * s, edges)
-            up, low = phi[:, :-1], phi[:, 1:]
-            var = np.clip((1.0 + phi2[:, :-1]) / 2.0 - low**2, 1e-12, 1.0)
-            t = np.maximum(0.0, np.maximum(low - mean[:, None], mean[:, None] - up))
+        cells_a, cells_b = [*cells_a, hi_e], [*cells_b, math.inf]
+    a_arr, b_arr = np.array(cells_a), np.array(cells_b)
+    done_p: list[FloatArray] = []
+    done: list[tuple[FloatArray, FloatArray, IntArray]] = []
+    while a_arr.size:
+        p, j = _cell_bounds(c, stats, N, a_arr, b_arr)
+        p = np.minimum(1.0, p * K)
+        wide = (a_arr > 0) & np.isfinite(b_arr) & (b_arr > a_arr * _CELL)
+        split = wide & (p >= level)
+        done_p.append(p[~split])
+        done.append((a_arr[~split], b_arr[~split], j[~split]))
+        if not split.any():
+            break
+        grid = np.geomspace(a_arr[split], b_arr[split], 9, axis=1)  # (cells, 9)
+        a_arr, b_arr = grid[:, :-1].ravel(), grid[:, 1:].ravel()
+    all_p = np.concatenate(done_p)
+    all_a = np.concatenate([d[0] for d in done])
+    all_b = np.concatenate([d[1] for d in done])
+    all_j = np.concatenate([d[2] for d in done])
+    best = int(np.argmax(all_p))
+    a_e, b_e = float(all_a[best]), float(all_b[best])
+    ratio = math.sqrt(a_e * b_e) if a_e > 0 and math.isfinite(b_e) else (a_e or b_e)
+    k, fi = divmod(int(all_j[best]), len(FREQUENCIES))
+    return _CfResult(float(all_p[best]), ratio, int(live[k]), FREQUENCIES[fi])
+
+
+def _cell_bounds(
+    coef: FloatArray,
+    stats: list[tuple[FloatArray, FloatArray]],
+    N: int,
+    a: FloatArray,
+    b: FloatArray,
+) -> tuple[FloatArray, IntArray]:
+    """For each cell ``[a_i, b_i]``: the smallest Bernstein p-value bound over the
+    statistics, and which statistic (``node·len(FREQUENCIES) + frequency index``)."""
+    best = np.full(a.size, np.inf)
+    which = np.zeros(a.size, dtype=np.int64)
+    nf = len(FREQUENCIES)
+    for fi, (s, mean) in enumerate(stats):
+        for start in range(0, s.size, 256):
+            rows = slice(start, start + 256)
+            up = _cf_grid(coef[rows], s[rows], a)  # φ at the small end: the larger
+            low = _cf_grid(coef[rows], s[rows], b)
+            up2 = _cf_grid(coef[rows], 2.0 * s[rows], a)
+            m = mean[rows][:, None]
+            var = np.clip((1.0 + up2) / 2.0 - low**2, 1e-12, 1.0)
+            t = np.maximum(0.0, np.maximum(low - m, m - up))
             p = np.minimum(1.0, 2.0 * np.exp(-N * t**2 / (2.0 * var + 4.0 * t / 3.0)))
             k = np.argmin(p, axis=0)
-            pk = p[k, np.arange(p.shape[1])]
-            better = pk < worst_p
-            worst_p = np.where(better, pk, worst_p)
-            worst_j = np.where(better, (start + k) * len(FREQUENCIES) + fi, worst_j)
-    cell = int(np.argmax(worst_p))
-    a_e, b_e = edges[cell], edges[cell + 1]
-    ratio = math.sqrt(a_e * b_e) if a_e > 0 and math.isfinite(b_e) else (a_e or b_e)
-    j, fi = divmod(int(worst_j[cell]), len(FREQUENCIES))
-    return _CfResult(
-        min(1.0, float(worst_p[cell]) * max(K, 1)), ratio, int(live[j]), FREQUENCIES[fi]
-    )
+            pk = p[k, np.arange(a.size)]
+            better = pk < best
+            best = np.where(better, pk, best)
+            which = np.where(better, (start + k) * nf + fi, which)
+    return best, which
 
 
 def _cf_grid(coef: FloatArray, s: FloatArray, r: FloatArray) -> FloatArray:
