@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
+import scipy.linalg as sla
 
 from dpref.audit.conform_checks import Check, _fit_scales, _levels, _noise_law, _variance_scale
 from dpref.audit.events import used_nodes
@@ -91,22 +92,23 @@ def _projection(plan: LinearPlan) -> _Projection | None:
     if T > MAX_PROJECTION_HORIZON:
         return None
     nodes = used_nodes(plan)
-    Ru = plan.R()[:, nodes].toarray()
-    U, s, Vt = np.linalg.svd(Ru, full_matrices=False)
-    if s.size < T or s[-1] <= s[0] * max(Ru.shape) * np.finfo(np.float64).eps:
+    if nodes.size < T:
         return None
-    pinv = (Vt.T / s) @ U.T
-    P = Vt.T @ Vt
+    Ru = plan.R()[:, nodes].toarray()  # dense: Honaker's rows are (a sparse product is slower)
+    try:  # R·Rᵀ = L·Lᵀ (T × T, positive definite exactly when R has full row rank)
+        L = np.linalg.cholesky(Ru @ Ru.T)
+    except np.linalg.LinAlgError:
+        return None
+    d = np.diag(L)
+    if not d.min() > d.max() * math.sqrt(max(Ru.shape) * np.finfo(np.float64).eps):
+        return None
+    W = sla.solve_triangular(L, Ru, lower=True)  # L⁻¹R: orthonormal rows spanning R's rows
+    pinv = sla.solve_triangular(L, W, lower=True, trans="T").T  # R⁺ = Rᵀ(RRᵀ)⁻¹
+    P = W.T @ W
     eye = np.eye(nodes.size)
     identified = np.max(np.abs(P - eye), axis=1) <= _IDENTIFIED
     b = np.asarray(plan.scales, dtype=np.float64)[nodes]
     return _Projection(nodes, pinv, P * b[None, :], identified)
-
-
-def _log_cf(coef: FloatArray, s: FloatArray) -> FloatArray:
-    """``log φ_n(s_n) = −Σ_k log(1 + (C_nk·s_n)²)`` per row n."""
-    out: FloatArray = -np.log1p((coef * s[:, None]) ** 2).sum(axis=1)
-    return out
 
 
 def projected_checks(
