@@ -131,3 +131,30 @@ def test_no_projection_beyond_its_limits() -> None:
     check = laplace_structure(Y + plan.R() @ plan.node_values(np.ones(16)), np.ones(16), plan, 0.1)
     assert check is not None and check.passed is False and "exactly 0" in check.detail
     assert conform_laplace.MAX_PROJECTION_HORIZON >= 2048
+
+
+@pytest.mark.slow
+def test_power_table_at_t64() -> None:
+    """The measured table (Honaker, ε = 1, T = 64, N = 2000): no false alarm in 20 seeds;
+    every node with ``P_nn ≥ 1/2`` (the 32 odd leaves and the 32 combined nodes above
+    them) detected when its scale alone is halved; Gaussian noise of the same variance
+    detected at every seed."""
+    mech = Honaker(epsilon=1, horizon=64)
+    plan = mech.plan(64)
+    proj = _projection(plan)
+    assert proj is not None
+    for seed in range(20):
+        Y, x, _ = _sample(mech, 64, 100 + seed)
+        check = laplace_structure(Y, x, plan, ALPHA)
+        assert check is not None and check.passed, check.detail if check else None
+    weight = np.diag(proj.coef) / np.asarray(plan.scales)[proj.nodes]
+    heavy = proj.nodes[weight >= 0.5]
+    assert heavy.size == 64
+    for node in heavy.tolist():
+        Y, x, _ = _sample(mech, 64, 200 + node, node=node, f=0.5)
+        check = laplace_structure(Y, x, plan, ALPHA)
+        assert check is not None and check.passed is False, (node, check.detail)
+    for seed in range(5):
+        Y, x, _ = _sample(mech, 64, 300 + seed, law="gaussian")
+        check = laplace_structure(Y, x, plan, ALPHA)
+        assert check is not None and check.passed is False
