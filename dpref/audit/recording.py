@@ -125,7 +125,8 @@ class Requests:
     """Draws of the other (unscripted) laws: ``(law, number of calls)`` in order of
     first use."""
     unknown: list[str] = field(default_factory=list)
-    """Attributes the target read that the recording generator does not provide."""
+    """Attributes the target read that the recording generator does not script: unknown
+    ones, and the ways out of the script (:data:`_ESCAPES`, a moved bit generator)."""
 
     def signature(self) -> tuple[Any, ...]:
         """What must not depend on the input or the noise: the draws, their scales and
