@@ -125,3 +125,10 @@ def test_honaker_variance_as_std_at_t64_stays_within_rho_4() -> None:
     assert report.mu_squared is not None and report.findings == []
     assert round(float(report.mu_squared), 4) == 7.9556
     assert report.ok
+
+
+def test_a_laplace_honaker_release_is_audited_like_dprefs_own() -> None:
+    own = exact_audit(dpref.Honaker(epsilon=1, horizon=8), 8, epsilon=1)
+    via = exact_audit(lt.honaker_laplace, 8, epsilon=1)
+    assert via.findings == [] and via.law == "laplace"
+    assert via.epsilon == own.epsilon and via.scope == own.scope and via.ok
