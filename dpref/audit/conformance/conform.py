@@ -24,9 +24,11 @@ checks (causality, crashes) cannot raise a false alarm.
   scale ratio ρ (target/reference) is estimated as ``mean |u|`` (the MLE; ``|u| ~
   Exp(ρ)``) with the exact Gamma interval, overall and per level (nodes grouped by
   ``⌊log₂ length⌋`` and scale).  When some level adds less noise, the ε implied by
-  the estimated scales is ``max_i Σ_n |a_{n,i}|Δ/(ρ_n b_n)``.  Otherwise (R not
-  invertible, or discrete noise) the law test is skipped and ρ² is estimated from
-  the per-step variances relative to the reference's exact variances.
+  the estimated scales is ``max_i Σ_n |a_{n,i}|Δ/(ρ_n b_n)``.  When R is not
+  invertible the law is tested on the node noise projected onto R's row space
+  (:mod:`dpref.audit.conformance.conform_laplace`); then, and for discrete noise (where the law
+  test is skipped), ρ² is estimated from the per-step variances relative to the
+  reference's exact variances and no ε is implied.
 * **per-step variance**: at every step the sample variance is compared with the
   reference's exact variance, one-sided (less noise than promised), using the normal
   approximation ``s² ≈ N(σ², κ₄/N + 2σ⁴/(N − 1))`` with the reference's own fourth
@@ -85,6 +87,7 @@ from dpref.audit.conformance.conform_checks import (
     _variance_scale,
 )
 from dpref.audit.conformance.conform_gaussian import gaussian_checks
+from dpref.audit.conformance.conform_laplace import projected_checks
 from dpref.audit.isolation.targets import Finding, Target, TargetFailure, as_target, seeded
 from dpref.audit.limits import MAX_RUNS
 from dpref.audit.pure.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
@@ -730,6 +733,9 @@ def _law_and_scale(
     (then the structure is untested and no ε is implied)."""
     if rec is not None and reference.noise == "laplace":
         return _noise_checks(Y, x, plan, rec, a, reference)
+    tested = projected_checks(Y, x, plan, ref_var, a) if reference.noise == "laplace" else None
+    if tested is not None:  # R not invertible: the law through R⁺R (conform_laplace)
+        return (*tested, None)
     why = (
         "R restricted to its used nodes is not invertible"
         if rec is None

@@ -294,7 +294,7 @@ class _Probe:
                 Finding(
                     "unknown-attribute",
                     f"the target read rng.{name}, which the recording generator does not "
-                    "provide (it scripts laplace and normal and records numpy's other draws)",
+                    "script (it scripts laplace and normal and records numpy's other draws)",
                     T,
                 )
             )

@@ -4,7 +4,8 @@ A *noise-injectable* target takes its randomness from an object dpref hands it. 
 protocols are supported:
 
 * ``"rng"`` (the default) — ``f(stream, rng)``: ``rng`` is a :class:`RecordingGenerator`,
-  which looks like a :class:`numpy.random.Generator`.  Every ``rng.laplace(loc, scale,
+  a subclass of :class:`numpy.random.Generator` (so a target may pass it to code that
+  checks that type: dpref's mechanisms, scipy, wrappers).  Every ``rng.laplace(loc, scale,
   size)`` call is *recorded* (the scale of each scalar draw, broadcast as numpy does) and
   *scripted*: dpref chooses the standard values ``ξ`` and the call returns
   ``loc + scale·ξ``; ``rng.normal(loc, scale, size)`` and ``rng.standard_normal(size)``
@@ -12,8 +13,12 @@ protocols are supported:
   scale).  Draws of any other law (``exponential``, ``integers``, ``random``,
   ``standard_*``, ``choice`` …) are recorded by name and answered by a
   generator with a fixed seed (so the target still runs, reproducibly); they make the
-  exact analysis unavailable.  Any other attribute (``rng.bit_generator``, ``rng.foo``)
-  is recorded and raises :class:`AttributeError` inside the target.
+  exact analysis unavailable.  The ways out of the script — ``rng.bit_generator``,
+  ``rng.spawn``, copying or pickling ``rng`` — are recorded as unknown attributes and
+  answered by that fixed-seed generator (the target runs on, the exact audit is
+  inconclusive); so is a use of the underlying bit generator behind the recorded methods
+  (:func:`settle`, called after each target call).  Any other attribute (``rng.foo``) is
+  recorded and raises :class:`AttributeError` inside the target.
 * ``"callback"`` — ``f(stream, noise)``: ``noise(scale, size=None)`` returns Laplace
   noise of that scale (recorded and scripted exactly like ``rng.laplace(0, scale,
   size)``).
@@ -28,6 +33,7 @@ called with them is :mod:`dpref.audit.isolation.runners`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +53,7 @@ __all__ = [
     "Requests",
     "make_noise",
     "protocol_of",
+    "settle",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -118,7 +125,8 @@ class Requests:
     """Draws of the other (unscripted) laws: ``(law, number of calls)`` in order of
     first use."""
     unknown: list[str] = field(default_factory=list)
-    """Attributes the target read that the recording generator does not provide."""
+    """Attributes the target read that the recording generator does not script: unknown
+    ones, and the ways out of the script (:data:`_ESCAPES`, a moved bit generator)."""
 
     def signature(self) -> tuple[Any, ...]:
         """What must not depend on the input or the noise: the draws, their scales and
@@ -159,6 +167,11 @@ class _Script:
         self._pos = 0
         self._req = requests
 
+    @property
+    def position(self) -> int:
+        """How many standard values were handed out (beyond the script: zeros)."""
+        return self._pos
+
     def laplace(self, loc: Any, scale: Any, size: Any) -> Any:
         return self.draw("laplace", loc, scale, size)
 
@@ -188,21 +201,45 @@ class _Script:
         return np.asarray(out, dtype=np.float64)
 
 
-class RecordingGenerator:
-    """A :class:`numpy.random.Generator` look-alike whose Laplace and normal draws dpref
-    scripts.
+_ESCAPES = ("bit_generator", "_bit_generator", "spawn", "__reduce__")
+"""Ways out of the script: reading the underlying bit generator (``bit_generator``,
+``_bit_generator``), spawning child generators (``spawn``) and copying or pickling the
+generator (``__reduce__``, which ``copy``, ``deepcopy`` and ``pickle`` call).  Each is
+recorded as an unknown attribute (the exact analysis becomes unavailable) and answered
+from the fixed-seed shadow generator, so the target still runs, reproducibly."""
 
-    ``laplace(loc=0.0, scale=1.0, size=None)`` and ``normal(loc=0.0, scale=1.0,
-    size=None)`` return ``loc + scale·ξ`` for the next scripted standard values ξ
-    (standard Laplace, respectively standard normal, in law) and record each scalar
+_SENTINEL_SEED = 0x5EC0DE
+"""Seed of the bit generator a :class:`RecordingGenerator` is built over.  dpref never
+draws from it: a state that moved means the target reached it behind the recorded methods
+(e.g. ``np.random.Generator.normal(rng)``, or compiled code through the C API)."""
+
+
+class RecordingGenerator(np.random.Generator):
+    """A :class:`numpy.random.Generator` whose Laplace and normal draws dpref scripts.
+
+    It *is* a Generator (a subclass, built over a fixed-seed ``PCG64`` it never draws
+    from), so ``isinstance(rng, np.random.Generator)`` holds and a target may hand it to
+    libraries that check that type — dpref's own mechanisms, scipy, wrappers — and still
+    be audited exactly.  ``laplace(loc=0.0, scale=1.0, size=None)`` and ``normal(loc=0.0,
+    scale=1.0, size=None)`` return ``loc + scale·ξ`` for the next scripted standard values
+    ξ (standard Laplace, respectively standard normal, in law) and record each scalar
     draw's scale and law; ``standard_normal(size=None)`` is ``normal(0, 1, size)``.
-    Other laws are recorded and drawn from a fixed-seed generator; unknown attributes are
-    recorded and raise :class:`AttributeError`.
+    Every other public draw method of numpy's Generator (:data:`OTHER_LAWS`) is recorded
+    and answered by a fixed-seed shadow generator.  The ways out of the script
+    (:data:`_ESCAPES`: ``bit_generator``, ``spawn``, copying or pickling) are recorded as
+    unknown attributes and answered from the shadow; any other attribute is recorded and
+    raises :class:`AttributeError`.  :func:`settle`, called after the target returns,
+    records ``bit_generator`` when the underlying bit generator was used behind these
+    methods.
     """
 
     def __init__(self, script: Any = (), requests: Requests | None = None) -> None:
+        sentinel = np.random.PCG64(_SENTINEL_SEED)
+        super().__init__(sentinel)
+        self._sentinel = sentinel
         self.requests = requests if requests is not None else Requests()
-        self._script = _Script(np.asarray(script, dtype=np.float64).reshape(-1), self.requests)
+        self._xi = np.asarray(script, dtype=np.float64).reshape(-1)
+        self._script = _Script(self._xi, self.requests)
         self._shadow = np.random.default_rng(0)
 
     def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
@@ -228,18 +265,37 @@ class RecordingGenerator:
             return out
         return z
 
+    @property
+    def bit_generator(self) -> np.random.BitGenerator:
+        """Recorded (an escape from the script); the shadow's bit generator."""
+        self.requests.unknown.append("bit_generator")
+        return self._shadow.bit_generator
+
+    @property
+    def _bit_generator(self) -> np.random.BitGenerator:
+        self.requests.unknown.append("_bit_generator")
+        return self._shadow.bit_generator
+
+    def spawn(self, n_children: int) -> list[np.random.Generator]:
+        """Recorded (an escape from the script); children of the shadow generator."""
+        self.requests.unknown.append("spawn")
+        return self._shadow.spawn(n_children)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Recorded (a copy or pickle escapes the script: its draws are not seen); the
+        copy is a recording generator over the rest of the script, with its own records."""
+        self.requests.unknown.append("__reduce__")
+        return (_rebuilt, (self._xi[self._script.position :].copy(),))
+
+    def settle(self) -> None:
+        """Record ``bit_generator`` if the underlying bit generator moved (see
+        :data:`_SENTINEL_SEED`); call once the target has returned."""
+        if self._sentinel.state != _SENTINEL_STATE and "bit_generator" not in self.requests.unknown:
+            self.requests.unknown.append("bit_generator")
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        if name in OTHER_LAWS:
-            law = getattr(self._shadow, name)
-            requests = self.requests
-
-            def draw(*args: Any, **kwargs: Any) -> Any:
-                requests.note_other(name)
-                return law(*args, **kwargs)
-
-            return draw
         self.requests.unknown.append(name)
         raise AttributeError(
             f"dpref's recording generator has no attribute {name!r} (only laplace, normal "
@@ -248,6 +304,45 @@ class RecordingGenerator:
 
     def __repr__(self) -> str:
         return "RecordingGenerator()"
+
+    def __str__(self) -> str:
+        return "RecordingGenerator()"
+
+
+def _recorded(name: str) -> Any:
+    """The method ``name`` of :class:`RecordingGenerator`: recorded, then answered by the
+    shadow generator."""
+
+    def method(self: RecordingGenerator, *args: Any, **kwargs: Any) -> Any:
+        self.requests.note_other(name)
+        return getattr(self._shadow, name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"RecordingGenerator.{name}"
+    method.__doc__ = f"Recorded as a draw of ``{name}``; answered by the fixed-seed shadow."
+    return method
+
+
+for _name in sorted(OTHER_LAWS):
+    setattr(RecordingGenerator, _name, _recorded(_name))
+
+_SENTINEL_STATE = np.random.PCG64(_SENTINEL_SEED).state
+
+
+def _rebuilt(script: FloatArray) -> RecordingGenerator:
+    """What a copied or unpickled :class:`RecordingGenerator` becomes."""
+    return RecordingGenerator(script)
+
+
+def settle(noise: Any) -> None:
+    """After a call: let a :class:`RecordingGenerator` record a use of its bit generator
+    behind its methods (:meth:`RecordingGenerator.settle`); nothing for other noise."""
+    if isinstance(noise, RecordingGenerator):
+        try:
+            noise.settle()
+        except Exception:  # the target broke the generator's own attributes
+            with contextlib.suppress(Exception):
+                noise._script._req.unknown.append("bit_generator")
 
 
 class NoiseCallback:

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.audit.isolation import protocol as P
-from dpref.audit.isolation.recording import LAWS, Requests, make_noise
+from dpref.audit.isolation.recording import LAWS, Requests, make_noise, settle
 from dpref.audit.isolation.supervisor import Worker, WorkerDied
 from dpref.audit.isolation.targets import LOAD_TIMEOUT, Finding, _preview
 from dpref.audit.isolation.worker import MAX_LAW_RUNS, describe
@@ -65,7 +65,10 @@ def call_in_process(
     try:
         # third-party prints must not corrupt `--json` on stdout
         with contextlib.redirect_stdout(sys.stderr):
-            r = fn(view, noise)
+            try:
+                r = fn(view, noise)
+            finally:
+                settle(noise)
     except (Exception, SystemExit) as exc:
         kind = (
             "mutates-input"

@@ -448,21 +448,24 @@ def _op_scripted(st: State, req: P.Frame) -> P.Frame:
     the scales of the scripted draws it requested; the text is JSON ``{detail, other,
     unknown, laws}`` (its other requests and the run-length encoded laws of the scripted
     draws, also on a failure, where ``detail`` says what failed)."""
-    from dpref.audit.isolation.recording import Requests, make_noise
+    from dpref.audit.isolation.recording import Requests, make_noise, settle
 
     stream = np.array(req.arrays[0], dtype=np.float64)
     script = np.array(req.arrays[1], dtype=np.float64)
     requests = Requests()
     view = stream.copy()
     view.flags.writeable = False
+    noise = make_noise(req.text, script, requests)
     try:
-        r = st.fn(view, make_noise(req.text, script, requests))
+        r = st.fn(view, noise)
     except BaseException as exc:
         if os.getpid() != st.pid:
             os._exit(0)
+        settle(noise)
         return _scripted(requests, *_failure(exc))
     if os.getpid() != st.pid:
         os._exit(0)
+    settle(noise)
     if st.forked():
         return _scripted(requests, P.ST_FORKED, _FORKED)
     if view.tobytes() != stream.tobytes():
