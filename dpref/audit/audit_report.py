@@ -16,6 +16,9 @@ from dpref.audit.exact import ExactLoss
 from dpref.audit.targets import Finding
 
 __all__ = [
+    "CONFORMS",
+    "CONFORM_VERDICTS",
+    "DOES_NOT_CONFORM",
     "EXIT_CODES",
     "EXIT_USAGE",
     "INCONCLUSIVE",
@@ -33,7 +36,8 @@ FloatArray = npt.NDArray[np.float64]
 
 
 VIOLATION = "violation"
-"""Verdict: a violation was proven (audit: ε_lb > claimed ε; conform: a check failed)."""
+"""Verdict: a privacy violation was established (audit: a lower bound, or the exact loss,
+exceeds the claim; conform: the output-level budget's interval lies above the claim)."""
 
 NO_VIOLATION = "no-violation-found"
 """Verdict: everything that was meant to run ran, and nothing was proven wrong."""
@@ -44,10 +48,22 @@ nothing was proven wrong with what could run: neither a pass nor a failure."""
 
 VERDICTS = (VIOLATION, NO_VIOLATION, INCONCLUSIVE)
 
-EXIT_CODES = {NO_VIOLATION: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+CONFORMS = "conforms"
+"""Conform verdict: every check that applies ran and passed."""
+
+DOES_NOT_CONFORM = "does-not-conform"
+"""Conform verdict: a check failed or the target showed a defect the reference never
+shows — the target is not the reference.  Not a privacy verdict: an over-noised target
+does not conform either."""
+
+CONFORM_VERDICTS = (CONFORMS, DOES_NOT_CONFORM, VIOLATION, INCONCLUSIVE)
+"""``dpref conform``'s verdicts: ``violation`` only when the output-level budget's
+interval lies above the claim (:mod:`dpref.audit.conform_output`)."""
+
+EXIT_CODES = {NO_VIOLATION: 0, CONFORMS: 0, VIOLATION: 1, DOES_NOT_CONFORM: 1, INCONCLUSIVE: 3}
 """Exit code of ``dpref audit`` (sampled and ``--exact``), ``dpref conform`` and
 ``dpref golden run`` per verdict; 2 is a usage or input error (docs/auditing.md §5):
-0 only when nothing was found."""
+0 only when nothing was found; 1 a proven violation or (conform) a failure to conform."""
 
 EXIT_USAGE = 2
 """Exit code of a usage or input error (one line on stderr)."""

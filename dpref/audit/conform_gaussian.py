@@ -83,6 +83,7 @@ from dpref.audit.conform_checks import (
     _unusable_noise,
     _variance,
 )
+from dpref.audit.conform_output import OutputLevel, gaussian_output_level, implied_rho
 from dpref.audit.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
@@ -121,6 +122,9 @@ class GaussianChecks:
     matches and some scale is below the reference's."""
     structure: str
     """``matches`` / ``differs`` / ``untested``: the noise-law verdict."""
+    output: OutputLevel | None = None
+    """The output-level ρ at the fitted ratios, when the structure matches
+    (:mod:`dpref.audit.conform_output`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,6 +176,9 @@ def gaussian_checks(
     scale = _scale(std, fit, a)
     info: dict[str, float] | None = {"estimate": fit.est, "low": fit.lo, "high": fit.hi}
     implied = _implied(plan, std, fit, reference) if law.passed else None
+    output = (
+        gaussian_output_level(plan, reference, std.nodes, std.group, fit) if law.passed else None
+    )
     structure = "matches" if law.passed else "differs"
     if law.passed is False:
         scale = Check(
@@ -197,7 +204,7 @@ def gaussian_checks(
                 f"not judged: {variance.detail}, but the noise structure differs and less "
                 "variance than the reference is not a violation",
             )
-    return GaussianChecks([unbiased, law, scale, variance], info, implied, structure)
+    return GaussianChecks([unbiased, law, scale, variance], info, implied, structure, output)
 
 
 # ------------------------------------------------------------ standardisation
@@ -418,19 +425,6 @@ def _pair_test(W: FloatArray) -> tuple[float, tuple[int, int] | None, float]:
 
 
 # --------------------------------------------------------------- implied ρ
-def implied_rho(plan: LinearPlan, node_ratio: FloatArray) -> float:
-    """``max_i Σ_n (a_{n,i}Δ)²/(2 r_n² σ_n²)``: the ρ of the plan's node release when node
-    n's standard deviation is ``r_n·σ_n`` (``r_n = ∞``: the node does not count)."""
-    var = np.array([float(v) for v in plan.scale_table], dtype=np.float64)[plan.scale_idx]
-    delta = float(plan.sensitivity)
-    with np.errstate(divide="ignore"):
-        per = delta * delta / (2.0 * var * node_ratio * node_ratio)
-    per = np.where(np.isfinite(node_ratio), per, 0.0)
-    A = plan.A()
-    sums = np.asarray(A.multiply(A).T @ per, dtype=np.float64)
-    return float(sums.max(initial=0.0))
-
-
 def _implied(
     plan: LinearPlan, std: _Standardised, fit: _Fit, ref: Mechanism
 ) -> dict[str, float] | None:
