@@ -81,6 +81,12 @@ def verdict(
             f"{budget} = {out.claimed} (the released outputs at the measured noise scale, "
             f"false-alarm rate {_alpha_of(checks):g}; the noise has the reference's structure)"
         )
+        if stat is not None and stat.implied is not None:
+            e = stat.implied
+            parts.append(
+                f"plan-level implied {budget} = {e['estimate']:.5g} [{e['low']:.5g}, "
+                f"{e['high']:.5g}]"
+            )
         return VIOLATION, "; ".join([text, *parts]), f"output-level {budget}"
     law = (
         "recovered noise is not independent Gaussian noise on the reference's structure"

@@ -107,14 +107,15 @@ def output_budget(
     or None when the exact elimination needs more than ``max_work`` word operations.
 
     Raises :class:`~dpref.errors.ParameterError` naming ``mechanism`` for a mechanism that
-    does not add continuous Gaussian noise, and naming ``horizon`` beyond the mechanism's
+    does not add continuous Gaussian noise (discrete Gaussian noise is not exactly a
+    Gaussian shift), and naming ``horizon`` beyond the mechanism's
     horizon or the dense plan's size."""
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(f"mechanism={fmt(mechanism)}: must be a dpref Mechanism")
-    if mechanism.rho is None or not mechanism.gaussian:
+    if mechanism.rho is None or mechanism.noise != "gaussian":
         raise ParameterError(
-            f"mechanism={mechanism!r}: adds {mechanism.noise} noise; the output-level ρ is "
-            "for Gaussian (ρ-zCDP) mechanisms"
+            f"mechanism={mechanism!r}: adds {mechanism.noise} noise; the exact output-level "
+            "ρ is for continuous Gaussian (ρ-zCDP) mechanisms"
         )
     T = check_positive_int("horizon", horizon)
     if T > DENSE_LIMIT or (mechanism.horizon is not None and T > mechanism.horizon):
