@@ -291,6 +291,30 @@ class AuditReport:
             return INCONCLUSIVE
         return NO_VIOLATION
 
+    @property
+    def verdict_basis(self) -> str:
+        """The number the verdict rests on, in words: the lower bound of the claim's kind
+        (measured on the released outputs, so it bounds their output-level loss) against
+        the claim; a violation is established only when it exceeds the claim."""
+        if self.privacy == "pure":
+            lb = self.epsilon_lower_bound
+            claim = f"the claimed ε = {self.claimed_epsilon}"
+            bound = None if lb is None else f"ε ≥ {lb:.4f}"
+        else:
+            claim = f"the claimed {self._claim_text()}"
+            bound = None if self.mu_lower_bound is None else self._bound_text()
+        if bound is None:
+            return "no lower bound: no neighbouring pair could be sampled and tested"
+        where = (
+            "output-level: a lower bound on what the released outputs leak, confidence "
+            f"{self.confidence:g}"
+        )
+        rel = "exceeds" if self.violation else "does not exceed"
+        text = f"{bound} ({where}), which {rel} {claim}"
+        if self.verdict == INCONCLUSIVE and not self.violation:
+            text += "; findings or unsampled streams keep it from being a pass"
+        return text
+
     def _found(self) -> str:
         """The findings' kinds, for the reason of an inconclusive verdict."""
         return ", ".join(sorted({f.kind for f in self.findings}))
@@ -426,6 +450,7 @@ class AuditReport:
         return {
             "verdict": self.verdict,
             "reason": self.reason,
+            "verdict_basis": self.verdict_basis,
             "target": self.target,
             "claimed_epsilon": None if claimed is None else str(claimed),
             "claimed_epsilon_float": None if claimed is None else float(claimed),

@@ -21,12 +21,15 @@ output-level ρ (:func:`~dpref.audit.output_budget.output_budget`; a float SVD o
 
 **The interval.**  μ² is non-increasing in every node's scale (more noise on one node is
 a post-processing of the release), so the budget at the upper ends of the ratios'
-intervals is the low end and at the lower ends the high end.  The per-level intervals of
-the fit hold simultaneously with probability ``1 − a`` (Bonferroni, the noise-scale
-check's), so the output-level interval does too — given that the noise has the
-reference's structure, which the noise-law test did not reject.  Unlike the plan-level
-interval it is not capped at ratio 1 (the plan-level low end takes a level consistent
-with 1 at 1; a lower confidence bound must not).  A **privacy violation is established**
+intervals is the low end and at the lower ends the high end.  The ratios' intervals are
+the fit's (exact χ² or Gamma, Bonferroni, the noise-scale check's ``a``): the pooled one
+when every level's interval contains the pooled estimate (one common ratio, as the
+plan-level budget takes it), else the per-level ones, which hold simultaneously.  So the
+output-level interval holds with probability ``1 − a`` given that the noise has the
+reference's structure (the noise-law test did not reject it) and, when pooled, a common
+ratio (the per-level intervals did not reject it).  Unlike the plan-level interval it is
+not capped at ratio 1 (the plan-level low end takes a level consistent with 1 at 1; a
+lower confidence bound must not).  A **privacy violation is established**
 when its low end, lowered by :data:`~dpref.audit.stats.SHAVE` for the floats, exceeds the
 claim.
 """
@@ -125,7 +128,7 @@ class OutputLevel:
 _RECOVERED = (
     "the outputs determine the used nodes' noise (R restricted to them is invertible), so "
     "the output-level {b} is the plan-level {b} over the used nodes at the measured scale "
-    "ratios; interval from the per-level intervals, simultaneous"
+    "ratios (interval not capped at ratio 1)"
 )
 
 
@@ -142,12 +145,14 @@ def implied_rho(plan: LinearPlan, node_ratio: FloatArray) -> float:
     return float(sums.max(initial=0.0))
 
 
-def _ratios(fit: _ScaleFit) -> FloatArray:
-    """The estimate's ratios: the pooled one when every level is consistent with it (as
-    the plan-level implied budget does), else per level."""
+def _ratios(fit: _ScaleFit) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The ratios, their lower and their upper ends: the pooled ones when every level's
+    interval contains the pooled estimate (one common ratio, which the per-level intervals
+    did not reject — as the plan-level implied budget does), else per level."""
+    G = fit.ratios.size
     if bool(np.all((fit.lows <= fit.est) & (fit.est <= fit.highs))):
-        return np.full(fit.ratios.size, fit.est)
-    return fit.ratios
+        return np.full(G, fit.est), np.full(G, fit.lo), np.full(G, fit.hi)
+    return fit.ratios, fit.lows, fit.highs
 
 
 def gaussian_output_level(
@@ -168,11 +173,12 @@ def gaussian_output_level(
             return implied_rho(plan, node)
 
         ones = np.ones(fit.ratios.size)
+        ratios, lows, highs = _ratios(fit)
         return OutputLevel(
             budget="rho",
-            estimate=at(_ratios(fit)),
-            low=at(fit.highs),
-            high=at(np.maximum(fit.lows, 1e-300)),
+            estimate=at(ratios),
+            low=at(highs),
+            high=at(np.maximum(lows, 1e-300)),
             claimed=claimed,
             basis=_RECOVERED.format(b="ρ"),
             reference=at(ones),
@@ -217,11 +223,12 @@ def laplace_output_level(
     """The output-level ε at the fitted scale ratios of recovered Laplace node noise (the
     outputs determine the used nodes' noise, so it is the plan-level ε over them)."""
     ones = np.ones(fit.ratios.size)
+    ratios, lows, highs = _ratios(fit)
     return OutputLevel(
         budget="epsilon",
-        estimate=_implied_epsilon(plan, nodes, group, _ratios(fit)),
-        low=_implied_epsilon(plan, nodes, group, fit.highs),
-        high=_implied_epsilon(plan, nodes, group, np.maximum(fit.lows, 1e-300)),
+        estimate=_implied_epsilon(plan, nodes, group, ratios),
+        low=_implied_epsilon(plan, nodes, group, highs),
+        high=_implied_epsilon(plan, nodes, group, np.maximum(lows, 1e-300)),
         claimed=reference.declared_epsilon,
         basis=_RECOVERED.format(b="ε"),
         reference=_implied_epsilon(plan, nodes, group, ones),
