@@ -40,6 +40,15 @@ tested on the node noise recovered (or the residuals whitened) through its
 :class:`~dpref.audit.gaussian_model.GaussianModel`, and a shortfall implies a ρ
 instead of an ε: :mod:`dpref.audit.conform_gaussian`.
 
+**Verdicts** (:mod:`dpref.audit.conform_verdict`): ``conforms``, ``does-not-conform`` (a
+check failed or a defect was found: the target is not the reference, which says nothing
+about its privacy by itself), ``inconclusive``, and ``violation`` only when a privacy
+violation is established — the noise has the reference's structure and the
+*output-level* ε/ρ at the measured scales (what the released outputs leak,
+:mod:`dpref.audit.conform_output`) has its whole interval above the claim.  The
+plan-level implied budget is reported beside it but decides nothing: Honaker's outputs
+leak less than its plan.
+
 References
 ----------
 .. [1] T. Cebere, E. Erb, D. Desfontaines, A. Bellet, J. Fitzsimons.

@@ -55,6 +55,13 @@ group's ratio: ``ρ = max_i Σ_n (a_{n,i}Δ)²/(2 r_n² σ_n²)`` (used nodes on
 one ratio for every node), with the interval from the ratios' intervals (``r_n`` at its
 upper end, capped at 1, gives the low end).
 
+**Output-level ρ.**  Beside the plan-level implied ρ, whenever the structure matches,
+the ρ the *released outputs* leak at the fitted ratios
+(:func:`~dpref.audit.conform_output.gaussian_output_level`): the same sum for recovered
+node noise (the outputs determine it), and ``ρ_out(reference)/r²`` for whitened residuals,
+with the reference's exact output-level ρ (Honaker leaks 0.870 of its plan's ρ at T = 64).
+The verdict ``violation`` rests on it alone.
+
 **Discrete Gaussian references** take the variance path, as discrete Laplace does: KS
 needs a continuous law, so the scale is estimated from the per-step variances (exact χ²
 intervals per step, intersected: :func:`_scale_from_variances`), the
