@@ -25,6 +25,7 @@ import pytest
 
 from dpref import Binary, Honaker, SmoothBinary
 from dpref.audit.audit_report import CONFORMS, DOES_NOT_CONFORM, VIOLATION
+from dpref.audit import conform_output
 from dpref.audit.conform import conform
 from dpref.audit.output_budget import output_budget
 from dpref.cli import main
@@ -64,6 +65,7 @@ def test_output_budget_refuses_what_it_cannot_state() -> None:
     with pytest.raises(ParameterError, match="horizon=9"):
         output_budget(Honaker(rho=1, horizon=8), 9)
     assert output_budget(Honaker(rho=1, horizon=64), 64, max_work=1000) is None
+    assert output_budget(Honaker(rho=1, horizon=129), 129) is None  # above the size bound
 
 
 def test_release_json_prints_output_rho_beside_rho(
@@ -78,6 +80,17 @@ def test_release_json_prints_output_rho_beside_rho(
     assert d["output_rho_label"].startswith("exact")
     assert main(["release", "binary", "--epsilon", "1", "--input", str(stream), "--json"]) == 0
     assert "output_rho" not in json.loads(capsys.readouterr().out)
+
+
+def test_float_fallback_agrees_with_the_exact_output_rho(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the exact computation's budget conform uses the SVD of R·diag(σ): the same
+    number to float accuracy (checked where both exist)."""
+    ref = Honaker(rho=4, horizon=32)
+    exact, how = conform_output._reference_output_rho(ref, 32)
+    assert how.startswith("exact")
+    monkeypatch.setattr(conform_output, "output_budget", lambda *a, **k: None)
+    approx, how = conform_output._reference_output_rho(ref, 32)
+    assert how.startswith("float") and approx == pytest.approx(exact, rel=1e-9)
 
 
 # ------------------------------------------------------------ conform verdicts

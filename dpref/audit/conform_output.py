@@ -88,11 +88,6 @@ class OutputLevel:
         low = self.low * (1.0 - SHAVE)
         return math.isinf(low) or (math.isfinite(low) and Fraction(low) > self.claimed)
 
-    @property
-    def contains_claim(self) -> bool:
-        """The claim lies in the interval (neither within nor above it is established)."""
-        return not self.above_claim and self.high >= float(self.claimed)
-
     def text(self) -> str:
         """``output-level ρ = 3.97 [3.92, 4.01]`` (with μ for ρ)."""
         out = f"output-level {self.symbol} = {self.estimate:.5g} [{self.low:.5g}, {self.high:.5g}]"
@@ -214,7 +209,7 @@ def _reference_output_rho(reference: Mechanism, T: int) -> tuple[float, str]:
     Q = np.asarray(plan.Q().toarray(), dtype=np.float64) * float(plan.sensitivity)
     W = (U[:, keep].T @ Q) / S[keep, None]
     mu2 = float((W * W).sum(axis=0).max(initial=0.0))
-    return mu2 / 2, "float: SVD of R·diag(σ), the exact elimination is beyond its work budget"
+    return mu2 / 2, "float: SVD of R·diag(σ), the exact computation is beyond its budget"
 
 
 def laplace_output_level(

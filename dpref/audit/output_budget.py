@@ -23,7 +23,8 @@ than the plan's σ only lowers it).  Nothing is hard-coded: Honaker at T = 64 gi
 
 The elimination is exact rational arithmetic whose cost grows with T
 (:data:`~dpref.audit.l2loss.MAX_GAUSSIAN_EXACT_WORK`); ``max_work`` bounds it, and beyond
-it :func:`output_budget` returns None (the declared ρ is then the only stated bound).
+it, or above :data:`MAX_EXACT_OUTPUT_HORIZON`, :func:`output_budget` returns None (the
+declared ρ is then the only stated bound).
 """
 
 from __future__ import annotations
@@ -40,12 +41,18 @@ from dpref.mechanisms import Mechanism
 from dpref.plan import DENSE_LIMIT
 from dpref.validation import check_positive_int, fmt
 
-__all__ = ["DECLARATION_WORK", "OutputBudget", "output_budget"]
+__all__ = ["DECLARATION_WORK", "MAX_EXACT_OUTPUT_HORIZON", "OutputBudget", "output_budget"]
 
 DECLARATION_WORK = 4 * 10**6
 """Word-operation budget of the exact elimination when a declaration is printed
 (``dpref release --json``): a few seconds at most on the 2-core machine.  Measured with
 ``rho=4``: Honaker T = 64 in 0.3 s, T = 128 in 1 s (below it)."""
+
+
+MAX_EXACT_OUTPUT_HORIZON = 128
+"""Largest T at which :func:`output_budget` computes: the dense exact R, Q and M and the
+rational elimination grow fast with T (measured on the shared 2-core machine: Honaker
+T = 128 1.5 s, T = 256 17 s, SmoothBinary T = 256 18 s).  Above it the answer is None."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +111,8 @@ def output_budget(
     mechanism: Mechanism, horizon: int, *, max_work: int = MAX_GAUSSIAN_EXACT_WORK
 ) -> OutputBudget | None:
     """The exact output-level ρ of a Gaussian ``mechanism`` at T = ``horizon`` (module doc),
-    or None when the exact elimination needs more than ``max_work`` word operations.
+    or None when T exceeds :data:`MAX_EXACT_OUTPUT_HORIZON` or the exact elimination needs
+    more than ``max_work`` word operations.
 
     Raises :class:`~dpref.errors.ParameterError` naming ``mechanism`` for a mechanism that
     does not add continuous Gaussian noise (discrete Gaussian noise is not exactly a
@@ -122,6 +130,8 @@ def output_budget(
         raise ParameterError(
             f"horizon={T}: must be at most {min(DENSE_LIMIT, mechanism.horizon or DENSE_LIMIT)}"
         )
+    if T > MAX_EXACT_OUTPUT_HORIZON:
+        return None
     plan = mechanism.plan(T)
     R = plan.recombination.to_dense_exact()
     sig = mechanism.noise_multipliers(T)

@@ -80,7 +80,7 @@ def _output_rho(mech: Any, horizon: int) -> dict[str, Any]:
     if found is None:
         return {
             "output_rho": None,
-            "output_rho_label": f"not computed: the exact elimination at T={horizon} is "
-            "beyond its work budget; rho bounds it",
+            "output_rho_label": f"not computed: the exact computation at T={horizon} is "
+            "beyond its size or work budget; rho bounds it",
         }
     return found.as_dict()
