@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from dpref import Binary, Honaker, SmoothBinary
-from dpref.audit.audit_report import CONFORMS, DOES_NOT_CONFORM, VIOLATION
 from dpref.audit import conform_output
+from dpref.audit.audit_report import CONFORMS, DOES_NOT_CONFORM, VIOLATION
 from dpref.audit.conform import conform
 from dpref.audit.output_budget import output_budget
 from dpref.cli import main
