@@ -188,3 +188,18 @@ def test_variance_as_std_is_a_violation_at_T_16() -> None:
     out = r.output_level
     assert out is not None and out.low <= truth <= out.high and truth > 5.6
     assert r.verdict == VIOLATION and out.above_claim, r.summary()
+
+
+# ------------------------------------------------------------------ audit
+def test_audit_names_the_bound_its_verdict_rests_on() -> None:
+    """`violation` in the audit is a lower bound above the claim; the JSON names the bound
+    (output-level: measured on the released outputs) whatever the verdict."""
+    from dpref.audit import audit
+
+    r = audit(Binary(epsilon=1, horizon=3), horizon=3, samples=2000, seed=1)
+    d = r.as_dict()
+    assert d["verdict"] == "no-violation-found" and not r.violation
+    assert d["verdict_basis"].startswith("ε ≥ ") and "output-level" in d["verdict_basis"]
+    assert "does not exceed the claimed ε = 1" in d["verdict_basis"]
+    assert r.epsilon_lower_bound is not None
+    assert f"ε ≥ {r.epsilon_lower_bound:.4f}" in r.reason  # the text names the same number
