@@ -144,7 +144,7 @@ def test_shortfall_of_the_reference_structure_still_implies_epsilon() -> None:
     out = r.output_level
     assert out is not None and out.budget == "epsilon" and out.low > 1 and out.above_claim
     assert r.verdict == VIOLATION and r.violation and r.exit_code == 1, r.summary()
-    assert "implied ε" not in r.reason and "output-level ε" in r.reason
+    assert "output-level ε" in r.reason and "plan-level implied ε" in r.reason
     assert r.verdict_basis == "output-level ε"
 
 

@@ -95,7 +95,7 @@ from dpref.audit.conform_checks import (
     _variance_scale,
 )
 from dpref.audit.conform_gaussian import gaussian_checks
-from dpref.audit.conform_output import OutputLevel
+from dpref.audit.conform_output import OutputLevel, laplace_output_level
 from dpref.audit.conform_verdict import NOT_DEFECTS as _NOT_DEFECTS
 from dpref.audit.conform_verdict import differs as _differs
 from dpref.audit.conform_verdict import verdict as _verdict
@@ -687,7 +687,11 @@ def _law_and_scale(
     """From the recovered node noise when it is recoverable and Laplace, else from variances
     (then the structure is untested and no ε is implied)."""
     if rec is not None and reference.noise == "laplace":
-        return _noise_checks(Y, x, plan, rec, a, reference)
+        law, scale, info, implied, fitted = _noise_checks(Y, x, plan, rec, a, reference)
+        output = None
+        if fitted is not None:
+            output = laplace_output_level(plan, reference, rec.nodes, *fitted)
+        return law, scale, info, implied, output
     why = (
         "R restricted to its used nodes is not invertible"
         if rec is None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,9 +23,6 @@ from dpref.audit.events import used_nodes
 from dpref.audit.stats import exponential_scale_interval
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
-
-if TYPE_CHECKING:
-    from dpref.audit.conform_output import OutputLevel
 
 __all__ = ["Check"]
 
@@ -168,11 +165,12 @@ def _noise_checks(
     rec: _Recovery,
     a: float,
     ref: Mechanism,
-) -> tuple[Check, Check, dict[str, float], dict[str, float] | None, OutputLevel | None]:
-    """Law (structure) and scale of the recovered node noise, and the plan-level and
-    output-level ε its scales imply when the law passes."""
-    from dpref.audit.conform_output import laplace_output_level  # imports this module
-
+) -> tuple[
+    Check, Check, dict[str, float], dict[str, float] | None, tuple[IntArray, _ScaleFit] | None
+]:
+    """Law (structure) and scale of the recovered node noise; when the law passes, the ε its
+    scales imply and the nodes' level groups with the fit (for the output-level ε,
+    :func:`~dpref.audit.conform_output.laplace_output_level`)."""
     node_values = plan.node_values(x)
     Z = rec.noise(Y, node_values)
     b = plan.scales[rec.nodes]
@@ -182,8 +180,8 @@ def _noise_checks(
     law = _noise_law(U, group, labels, fit, a)
     scale = _noise_scale(fit, labels, a)
     implied = _implied_by_fit(plan, rec.nodes, group, fit, ref) if law.passed else None
-    output = laplace_output_level(plan, ref, rec.nodes, group, fit) if law.passed else None
-    return law, scale, {"estimate": fit.est, "low": fit.lo, "high": fit.hi}, implied, output
+    fitted = (group, fit) if law.passed else None
+    return law, scale, {"estimate": fit.est, "low": fit.lo, "high": fit.hi}, implied, fitted
 
 
 def _unusable_noise(
