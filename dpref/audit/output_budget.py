@@ -85,8 +85,8 @@ class OutputBudget:
     def label(self) -> str:
         """How the number was obtained, in words."""
         return (
-            "exact: μ² of the released outputs (exact plan R and Q, node σ as drawn, "
-            "rounded up), max over items"
+            "exact: max over items of mu_i^2/2 of the released outputs "
+            "(exact plan, node sigma as drawn)"
         )
 
     def as_dict(self) -> dict[str, object]:
