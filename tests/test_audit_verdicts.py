@@ -24,6 +24,7 @@ from dpref import Binary, SimpleII
 from dpref.audit import audit
 from dpref.audit.conformance.conform import conform
 from dpref.audit.pure.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
+from dpref.audit.reports.audit_report import CONFORMS, DOES_NOT_CONFORM
 from dpref.cli import main
 from dpref.domains import bits
 from dpref.errors import DprefError, ParameterError
@@ -47,7 +48,13 @@ def _check(report: Any, name: str) -> Any:
 
 
 def test_exit_codes() -> None:
-    assert EXIT_CODES == {NO_VIOLATION: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+    assert EXIT_CODES == {
+        NO_VIOLATION: 0,
+        CONFORMS: 0,
+        VIOLATION: 1,
+        DOES_NOT_CONFORM: 1,
+        INCONCLUSIVE: 3,
+    }
 
 
 # ------------------------------------------------------------------ audit verdicts
@@ -114,7 +121,9 @@ def test_honaker_tree_against_binary_implies_no_epsilon() -> None:
     assert (
         _check(r, "variance").passed is None and "not a violation" in _check(r, "variance").detail
     )
-    assert r.verdict == VIOLATION  # it is not Binary; whether it is ε-DP is not established
+    # it is not Binary; whether it is ε-DP is not established: no privacy violation
+    assert r.verdict == DOES_NOT_CONFORM and not r.violation and r.exit_code == 1
+    assert r.output_level is None and r.as_dict()["output_epsilon"] is None
     assert f"noise structure differs from {ref!r}: no ε implied" in r.summary()
     assert "Not established: whether it is ε-DP" in r.reason
     assert r.as_dict()["implied_epsilon"] is None and r.as_dict()["structure"] == "differs"
@@ -130,7 +139,13 @@ def test_shortfall_of_the_reference_structure_still_implies_epsilon() -> None:
     r = conform(at.binary_log_t, Binary(epsilon=1, horizon=T), horizon=T, runs=2000, seed=1)
     assert r.structure == "matches" and _check(r, "noise-law").passed is True
     assert r.implied_epsilon is not None and r.implied_epsilon["low"] > 1
-    assert r.verdict == VIOLATION and "implied ε" in r.reason
+    # Binary's outputs determine its node noise: the output-level ε is the plan-level one,
+    # and its interval lies above the claim — a privacy violation, established
+    out = r.output_level
+    assert out is not None and out.budget == "epsilon" and out.low > 1 and out.above_claim
+    assert r.verdict == VIOLATION and r.violation and r.exit_code == 1, r.summary()
+    assert "output-level ε" in r.reason and "plan-level implied ε" in r.reason
+    assert r.verdict_basis == "output-level ε"
 
 
 def test_correct_targets_match_the_structure() -> None:
@@ -139,8 +154,10 @@ def test_correct_targets_match_the_structure() -> None:
         ("simple2_ok", SimpleII(epsilon=1, horizon=100)),
     ):
         r = conform(getattr(at, name), ref, horizon=100, runs=2000, seed=9, alpha=FALSE_FAILURE)
-        assert r.verdict == NO_VIOLATION and r.conforms and r.exit_code == 0, r.summary()
+        assert r.verdict == CONFORMS and r.conforms and r.exit_code == 0, r.summary()
         assert r.structure == "matches" and r.implied_epsilon is None
+        out = r.output_level  # reported when conforming too, the claim inside its interval
+        assert out is not None and out.low <= 1 <= out.high and not out.above_claim
 
 
 def test_variance_path_implies_no_epsilon() -> None:
@@ -156,9 +173,9 @@ def test_reference_free_correct_target() -> None:
     r = conform(at.binary_ok, None, horizon=20, seed=1)
     assert [c.name for c in r.checks] == ["crashes", "causality"]
     assert "T = 1, 2, 3, 4, 5, 8, 16, 19, 20" in _check(r, "crashes").detail
-    assert r.verdict == NO_VIOLATION and r.conforms and r.runs == 0
+    assert r.verdict == CONFORMS and r.conforms and r.runs == 0
     d = r.as_dict()
-    assert d["reference"] is None and d["claimed_epsilon"] is None and d["verdict"] == NO_VIOLATION
+    assert d["reference"] is None and d["claimed_epsilon"] is None and d["verdict"] == CONFORMS
     assert "reference   none" in r.summary()
 
 
@@ -174,7 +191,7 @@ def test_reference_free_correct_target() -> None:
 )
 def test_reference_free_defects(name: str, check: str, kind: str | None) -> None:
     r = conform(getattr(at, name), None, horizon=16, seed=2)
-    assert check in _failed(r) and r.verdict == VIOLATION and r.exit_code == 1
+    assert check in _failed(r) and r.verdict == DOES_NOT_CONFORM and r.exit_code == 1
     if kind is not None:
         assert kind in {f.kind for f in r.findings}
 
@@ -227,7 +244,7 @@ def test_cli_reference_free_conform(capsys: Any) -> None:
     )
     assert code == 0 and err == ""
     data = json.loads(out)
-    assert data["verdict"] == NO_VIOLATION and data["reference"] is None
+    assert data["verdict"] == CONFORMS and data["reference"] is None
     code, out, _ = _run(["conform", f"{TARGETS}:binary_peek", "--horizon", "16"], capsys)
     assert code == 1 and out.startswith("verdict     DOES NOT CONFORM")
 

@@ -115,7 +115,7 @@ PLANTED = [
 @pytest.mark.parametrize(("name", "check"), PLANTED)
 def test_conform_flags_planted_gaussian_bugs(name: str, check: str) -> None:
     r = conform(f"{TARGETS}:{name}", Binary(rho=RHO, horizon=16), horizon=16, runs=RUNS, seed=1)
-    assert r.violation and r.exit_code == 1, r.summary()
+    assert r.does_not_conform and r.exit_code == 1, r.summary()
     assert check in _failed(r), r.summary()
     if name == "binary_level0_under":
         assert "nodes of length 1" in _check(r, "noise-scale").detail
@@ -133,7 +133,7 @@ def test_uniform_one_percent_shortfall_detected_at_T_1000() -> None:
         runs=RUNS,
         seed=2,
     )
-    assert r.violation and "noise-scale" in _failed(r), r.summary()
+    assert r.does_not_conform and "noise-scale" in _failed(r), r.summary()
     assert r.structure == "matches"
     ratio = r.noise_scale_ratio
     assert ratio is not None and ratio["low"] <= 0.99 <= ratio["high"] < 1.0
@@ -149,7 +149,7 @@ def test_sqrt_coefficient_one_percent_off_detected_at_T_1000() -> None:
         runs=RUNS,
         seed=2,
     )
-    assert r.violation and "noise-law" in _failed(r), r.summary()
+    assert r.does_not_conform and "noise-law" in _failed(r), r.summary()
     law = _check(r, "noise-law")
     assert "lag autocorrelation" in law.detail and "recovered node noise" in law.detail
     assert r.structure == "differs" and r.implied_rho is None
@@ -171,13 +171,18 @@ def test_implied_rho_interval_contains_the_truth(name: str, truth: float) -> Non
     r = conform(
         f"{TARGETS}:{name}", Binary(rho=RHO, horizon=16), horizon=16, runs=RUNS, seed=3, alpha=ALPHA
     )
-    assert r.violation and r.structure == "matches", r.summary()
+    assert r.does_not_conform and r.structure == "matches", r.summary()
     e = r.implied_rho
     assert e is not None and r.implied_epsilon is None and r.claimed_epsilon is None
     assert e["low"] <= truth <= e["high"], e
     assert e["low"] > e["claimed"] == 0.5 and r.claimed_rho == RHO
     assert abs(e["estimate"] / truth - 1) < 0.05
     assert "implied ρ" in r.summary() and "implied ρ" in r.reason
+    # Binary's outputs determine its node noise: the output-level ρ is the plan-level one,
+    # its interval (uncapped, per level) holds the truth and lies above the claim
+    out = r.output_level
+    assert out is not None and out.low <= truth <= out.high and out.reference == 0.5
+    assert out.above_claim and r.verdict == "violation" and r.verdict_basis == "output-level ρ"
 
 
 def test_implied_rho_through_the_whitened_path() -> None:
@@ -186,7 +191,7 @@ def test_implied_rho_through_the_whitened_path() -> None:
     ref = Honaker(rho=RHO, horizon=16)
     target = Honaker(rho=Fraction(18, 25), horizon=16)  # σ ratio 5/6
     r = conform(target, ref, horizon=16, runs=RUNS, seed=4, alpha=ALPHA)
-    assert r.violation and "noise-scale" in _failed(r), r.summary()
+    assert r.does_not_conform and "noise-scale" in _failed(r), r.summary()
     assert "whitened residuals" in _check(r, "noise-law").detail
     e = r.implied_rho
     assert e is not None and e["low"] <= 0.72 <= e["high"]
@@ -197,7 +202,7 @@ def test_structure_differs_through_the_whitened_path() -> None:
     r = conform(
         Binary(rho=RHO, horizon=16), Honaker(rho=RHO, horizon=16), horizon=16, runs=RUNS, seed=5
     )
-    assert r.violation and "noise-law" in _failed(r) and r.structure == "differs"
+    assert r.does_not_conform and "noise-law" in _failed(r) and r.structure == "differs"
 
 
 def test_rademacher_p_value_is_valid() -> None:
@@ -273,7 +278,7 @@ def test_gaussian_power_many_seeds() -> None:
         for name, cls in (("binary_short_1pct", Binary), ("sqrt_coef_off", SqrtFactorization)):
             ref = cls(rho=RHO, horizon=BIG_T)
             r = conform(f"{TARGETS}:{name}", ref, horizon=BIG_T, runs=RUNS, seed=8000 + seed)
-            hits[name] += r.violation
+            hits[name] += r.does_not_conform
     print(f"\nflagged out of 10 seeds: {hits}")
     assert hits["binary_short_1pct"] == 10
     assert hits["sqrt_coef_off"] >= 9  # P[Bin(10, 0.997) < 9] < 4e-4
@@ -314,7 +319,7 @@ def test_dask_workers_give_the_same_report(monkeypatch: pytest.MonkeyPatch) -> N
     da.pop("seconds")
     db.pop("seconds")
     assert da == db
-    assert here.implied_rho is not None and here.violation
+    assert here.implied_rho is not None and here.does_not_conform
 
 
 # ------------------------------------------------------------------- CLI
@@ -375,7 +380,7 @@ def exact_last(x: Any, rng: np.random.Generator) -> Any:
 
 def test_a_noiseless_step_fails_even_when_the_structure_differs() -> None:
     r = conform(exact_last, Binary(rho=RHO, horizon=16), horizon=16, runs=500, seed=14)
-    assert r.violation and r.structure == "differs", r.summary()
+    assert r.does_not_conform and r.structure == "differs", r.summary()
     variance = _check(r, "variance")
     assert variance.passed is False and "no noise at all" in variance.detail
 
@@ -383,5 +388,5 @@ def test_a_noiseless_step_fails_even_when_the_structure_differs() -> None:
 def test_non_finite_target_is_a_finding_not_a_crash() -> None:
     nan_target = str(Path(__file__).parent / "audit_targets.py") + ":returns_nan"
     r = conform(nan_target, Binary(rho=RHO, horizon=8), horizon=8, runs=100, seed=13)
-    assert r.violation and any(f.kind == "non-finite" for f in r.findings)
+    assert r.does_not_conform and any(f.kind == "non-finite" for f in r.findings)
     assert _check(r, "variance").passed is None and r.implied_rho is None

@@ -5,8 +5,8 @@ mechanism flags) or a black-box callable ``package.module:function`` /
 ``path/to/file.py:function`` with signature ``f(stream, rng) -> len(stream) floats``.
 
 Exit codes follow the report's verdict: 0 — ``no-violation-found`` and no finding
-(conform: the target conforms); 1 — ``violation`` (audit: a violation was proven;
-conform: the target does not conform); 3 — ``inconclusive`` (nothing was proven wrong,
+(conform: ``conforms``); 1 — ``violation`` (a privacy violation established) or, in
+conform, ``does-not-conform``; 3 — ``inconclusive`` (nothing was proven wrong,
 and a finding — NaN, a crash, a time-out, a fork, a signed zero — or an uncomputable
 exact loss keeps it from being a pass); 2 — usage or input error.
 
@@ -59,9 +59,10 @@ keeps the two equal without importing the audit machinery here)."""
 
 _EXIT_EPILOG = (
     "exit status: 0 no violation and no finding (conform: conforms); 1 a violation proven "
-    "(conform: does not conform); 3 inconclusive — nothing proven, and something (a "
-    "finding such as NaN, a crash, a time-out, a fork, a signed zero; an uncomputable exact "
-    "loss) keeps it from being a pass; 2 usage or input error (docs/auditing.md §5)"
+    "(conform: does-not-conform, or a violation established); 3 inconclusive — nothing "
+    "proven, and something (a finding such as NaN, a crash, a time-out, a fork, a signed "
+    "zero; an uncomputable exact loss) keeps it from being a pass; 2 usage or input error "
+    "(docs/auditing.md §5)"
 )
 
 _FLAG_DEFAULTS = {"noise": None, "domain": "bits", "neighbours": "replace"}

@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 "privacy": mech.privacy,
                 "epsilon": None if mech.epsilon is None else str(mech.epsilon),
                 "rho": None if mech.rho is None else str(mech.rho),
+                **_output_rho(mech, stream.size),
                 "noise": mech.noise,
                 "seed": args.seed,
                 "estimates": out.tolist(),
@@ -65,3 +66,21 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _output_rho(mech: Any, horizon: int) -> dict[str, Any]:
+    """``output_rho`` beside ``rho`` for a continuous Gaussian mechanism: the exact ρ its
+    released outputs leak (below ``rho`` when they do not determine the node noise, e.g.
+    Honaker), or null with the reason when the exact computation is beyond its budget."""
+    if mech.rho is None or mech.noise != "gaussian":
+        return {}
+    from dpref.audit.gaussian.output_budget import DECLARATION_WORK, output_budget
+
+    found = output_budget(mech, horizon, max_work=DECLARATION_WORK)
+    if found is None:
+        return {
+            "output_rho": None,
+            "output_rho_label": f"not computed: the exact computation at T={horizon} is "
+            "beyond its size or work budget; rho bounds it",
+        }
+    return found.as_dict()

@@ -42,6 +42,15 @@ tested on the node noise recovered (or the residuals whitened) through its
 :class:`~dpref.audit.gaussian.gaussian_model.GaussianModel`, and a shortfall implies a ρ
 instead of an ε: :mod:`dpref.audit.conformance.conform_gaussian`.
 
+**Verdicts** (:mod:`dpref.audit.conformance.conform_verdict`): ``conforms``, ``does-not-conform`` (a
+check failed or a defect was found: the target is not the reference, which says nothing
+about its privacy by itself), ``inconclusive``, and ``violation`` only when a privacy
+violation is established — the noise has the reference's structure and the
+*output-level* ε/ρ at the measured scales (what the released outputs leak,
+:mod:`dpref.audit.conformance.conform_output`) has its whole interval above the claim.  The
+plan-level implied budget is reported beside it but decides nothing: Honaker's outputs
+leak less than its plan.
+
 References
 ----------
 .. [1] T. Cebere, E. Erb, D. Desfontaines, A. Bellet, J. Fitzsimons.
@@ -88,10 +97,14 @@ from dpref.audit.conformance.conform_checks import (
 )
 from dpref.audit.conformance.conform_gaussian import gaussian_checks
 from dpref.audit.conformance.conform_laplace import projected_checks
+from dpref.audit.conformance.conform_output import OutputLevel, laplace_output_level
+from dpref.audit.conformance.conform_verdict import NOT_DEFECTS as _NOT_DEFECTS
+from dpref.audit.conformance.conform_verdict import differs as _differs
+from dpref.audit.conformance.conform_verdict import verdict as _verdict
 from dpref.audit.isolation.targets import Finding, Target, TargetFailure, as_target, seeded
 from dpref.audit.limits import MAX_RUNS
-from dpref.audit.pure.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
-from dpref.audit.reports.audit_report import UNDETERMINING
+from dpref.audit.pure.loss import EXIT_CODES
+from dpref.audit.reports.audit_report import CONFORMS, DOES_NOT_CONFORM, INCONCLUSIVE, VIOLATION
 from dpref.audit.reports.progress import Progress
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
@@ -123,7 +136,7 @@ class ConformReport:
     alpha: float
     """Overall false-alarm rate (0 in reference-free mode: every check is deterministic)."""
     conforms: bool
-    """The verdict is ``no-violation-found``: no check failed, no finding, nothing left untested."""
+    """The verdict is ``conforms``: no check failed, no finding, nothing left untested."""
     checks: list[Check]
     """Every check."""
     noise_scale_ratio: dict[str, float] | None
@@ -141,8 +154,10 @@ class ConformReport:
     """Crashes, bad outputs, time-outs, non-determinism."""
     seed: Any = None
     """The seed used."""
-    verdict: str = NO_VIOLATION
-    """``violation`` (does not conform), ``no-violation-found`` (conforms) or ``inconclusive``."""
+    verdict: str = CONFORMS
+    """``conforms``, ``does-not-conform``, ``inconclusive`` or ``violation`` (a privacy
+    violation established: the output-level budget's interval lies above the claim);
+    :mod:`dpref.audit.conformance.conform_verdict`."""
     reason: str = ""
     """What was established and what was not, in words."""
     structure: str = "untested"
@@ -156,22 +171,35 @@ class ConformReport:
     isolation: str | None = None
     """The isolation the target's worker ran in (:mod:`dpref.audit.isolation.sandbox`); None for a
     target run in this process."""
+    output_level: OutputLevel | None = None
+    """The output-level ε/ρ of the released outputs at the measured scales, when the noise
+    has the reference's structure (:mod:`dpref.audit.conformance.conform_output`)."""
+    verdict_basis: str = ""
+    """What the verdict rests on: the failed checks, or the output-level budget."""
 
     @property
     def violation(self) -> bool:
-        """The target does not conform (a check failed or a defect was found)."""
+        """A privacy violation is established (verdict ``violation``); a target that merely
+        does not conform is not one."""
         return self.verdict == VIOLATION
 
     @property
+    def does_not_conform(self) -> bool:
+        """The target is not the reference (verdict ``does-not-conform`` or ``violation``)."""
+        return self.verdict in (DOES_NOT_CONFORM, VIOLATION)
+
+    @property
     def exit_code(self) -> int:
-        """0 conforms, 1 does not conform, 3 inconclusive."""
+        """0 conforms, 1 does not conform (or a violation established), 3 inconclusive."""
         return EXIT_CODES[self.verdict]
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON report."""
+        out = self.output_level
         return {
             "verdict": self.verdict,
             "reason": self.reason,
+            "verdict_basis": self.verdict_basis,
             "target": self.target,
             "reference": self.reference,
             "horizon": self.horizon,
@@ -185,6 +213,8 @@ class ConformReport:
             "claimed_epsilon": None if self.claimed_epsilon is None else str(self.claimed_epsilon),
             "implied_rho": self.implied_rho,
             "claimed_rho": None if self.claimed_rho is None else str(self.claimed_rho),
+            "output_epsilon": None if out is None or out.budget != "epsilon" else out.as_dict(),
+            "output_rho": None if out is None or out.budget != "rho" else out.as_dict(),
             "seconds": round(self.seconds, 3),
             "findings": [f.as_dict() for f in self.findings],
             "seed": self.seed,
@@ -194,13 +224,15 @@ class ConformReport:
     def summary(self) -> str:
         """A human-readable report; the first line is the verdict."""
         label = {
-            VIOLATION: "DOES NOT CONFORM",
-            NO_VIOLATION: "conforms",
+            VIOLATION: "VIOLATION: privacy violation established (output-level)",
+            DOES_NOT_CONFORM: "DOES NOT CONFORM",
+            CONFORMS: "conforms",
             INCONCLUSIVE: "INCONCLUSIVE",
         }[self.verdict]
         lines = [
             f"verdict     {label} ({self.seconds:.2f} s)",
             f"reason      {self.reason}",
+            f"rests on    {self.verdict_basis}",
             f"target      {self.target}",
         ]
         if self.reference is None:
@@ -229,24 +261,30 @@ class ConformReport:
             e = self.implied_epsilon
             lines.append(
                 f"implied ε   {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}] "
-                f"(claimed {self.claimed_epsilon})"
+                f"plan-level: the node release at the measured scales (claimed "
+                f"{self.claimed_epsilon})"
             )
         elif self.implied_rho is not None:
             e = self.implied_rho
             lines.append(
                 f"implied ρ   {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}] "
-                f"(claimed {self.claimed_rho})"
+                f"plan-level: the node release at the measured σ (claimed {self.claimed_rho})"
             )
-        elif self.structure == "differs":
+        if self.output_level is not None:
+            o = self.output_level
+            lines.append(
+                f"output {o.symbol}    {o.estimate:.5g} [{o.low:.5g}, {o.high:.5g}] "
+                f"output-level: the released outputs at the measured scales (claimed "
+                f"{o.claimed}); a privacy violation needs this interval above the claim"
+                + (f"; μ = {math.sqrt(2 * o.estimate):.5g}" if o.budget == "rho" else "")
+            )
+            lines.append(f"            {o.basis}")
+        if self.structure == "differs":
             budget = "ε" if self.claimed_rho is None else "ρ"
             lines.append(f"implied {budget}   none: {_differs(self.reference, budget)}")
         for f in self.findings:
             lines.append(f"FINDING     {f}")
         return "\n".join(lines)
-
-
-def _differs(reference: str | None, budget: str = "ε") -> str:
-    return f"noise structure differs from {reference}: no {budget} implied"
 
 
 def crash_horizons(horizon: int) -> list[int]:
@@ -371,11 +409,6 @@ def conform(
     return _conform_report(tgt, reference, T, n, a, checks, stat, seed, start)
 
 
-_NOT_DEFECTS = UNDETERMINING
-"""Findings that are not defects of the target: they leave checks untested (a time-out,
-a target given up on after time-outs, not deterministic given its rng): exit 3."""
-
-
 def _conform_report(
     tgt: Target,
     reference: Mechanism | None,
@@ -390,7 +423,7 @@ def _conform_report(
     """The verdict (see :func:`_verdict`) and the report."""
     findings = list(tgt.findings)
     structure = "untested" if stat is None else stat.structure
-    verdict, reason = _verdict(checks, findings, reference, structure, stat)
+    verdict, reason, basis = _verdict(checks, findings, reference, structure, stat)
     gauss = reference is not None and reference.gaussian
     implied = None if stat is None else stat.implied
     return ConformReport(
@@ -399,7 +432,7 @@ def _conform_report(
         horizon=T,
         runs=n,
         alpha=a,
-        conforms=verdict == NO_VIOLATION,
+        conforms=verdict == CONFORMS,
         checks=checks,
         noise_scale_ratio=None if stat is None else stat.ratio_info,
         implied_epsilon=None if gauss else implied,
@@ -413,86 +446,9 @@ def _conform_report(
         implied_rho=implied if gauss else None,
         claimed_rho=reference.declared_rho if reference is not None and gauss else None,
         isolation=tgt.isolation,
+        output_level=None if stat is None else stat.output,
+        verdict_basis=basis,
     )
-
-
-def _verdict(
-    checks: list[Check],
-    findings: list[Finding],
-    reference: Mechanism | None,
-    structure: str,
-    stat: _StatChecks | None,
-) -> tuple[str, str]:
-    """``violation`` when a check failed or the target showed a defect (exception, wrong
-    length, bad, non-finite or input-mutating output) — proven whatever else happened;
-    else ``inconclusive`` when a check could not run because of the target (time-out,
-    not deterministic given its rng, main sample lost); else ``no-violation-found``."""
-    failed = [c.name for c in checks if c.passed is False]
-    defects = sorted({f.kind for f in findings if f.kind not in _NOT_DEFECTS})
-    untested = [c.name for c in checks if c.passed is None and c.detail.startswith("not ")]
-    untested = [u for u in untested if not _is_limitation(checks, u)]
-    ref = "" if reference is None else repr(reference)
-    gauss = reference is not None and reference.gaussian
-    budget = "ρ" if gauss else "ε"
-    law = (
-        "recovered noise is not independent Gaussian noise on the reference's structure"
-        if gauss
-        else "recovered node noise is not independent Laplace noise on the reference's nodes"
-    )
-    if failed or defects:
-        parts = []
-        if failed:
-            parts.append("failed: " + ", ".join(failed))
-        if defects:
-            parts.append("target defects: " + ", ".join(defects))
-        text = "; ".join(parts)
-        if structure == "differs":
-            text += (
-                f". {_differs(ref, budget)}. Established: the target is not {ref} (its "
-                f"{law}). Not established: whether it is {'ρ-zCDP' if gauss else 'ε-DP'} — less "
-                "variance than the reference is not a violation (`dpref audit` tests privacy)"
-            )
-        elif stat is not None and stat.implied is not None:
-            e = stat.implied
-            beyond = "above" if e["low"] > e["claimed"] else "consistent with more than"
-            text += (
-                f". Its noise is the reference's structure at a smaller scale: implied "
-                f"{budget} = {e['estimate']:.5g} [{e['low']:.5g}, {e['high']:.5g}], {beyond} "
-                f"the claimed {e['claimed']:g}"
-            )
-        elif structure == "untested" and reference is not None and "noise-scale" in failed:
-            text += f". The noise structure could not be tested: no {budget} implied"
-        return VIOLATION, text
-    why = [f"{f.kind} ({f})" for f in findings if f.kind in _NOT_DEFECTS]
-    if untested or why:
-        return INCONCLUSIVE, (
-            "not tested: "
-            + (", ".join(untested) or "part of the run")
-            + (" — " + "; ".join(why) if why else "")
-            + "; nothing that ran failed"
-        )
-    if reference is None:
-        return NO_VIOLATION, (
-            "reference-free: ran at every probe horizon with outputs of the right length, "
-            "deterministic given its rng and causal by replay; noise and ε were not tested "
-            "(give a reference)"
-        )
-    limits = [c.name for c in checks if c.passed is None]
-    return NO_VIOLATION, (
-        f"every check passed at false-alarm rate {_alpha_of(checks):g}"
-        + (f" ({', '.join(limits)} not applicable: see its line)" if limits else "")
-        + f"; conformance is evidence, not a proof of {'ρ-zCDP' if gauss else 'ε-DP'}"
-    )
-
-
-def _is_limitation(checks: list[Check], name: str) -> bool:
-    """A check skipped because of the reference (not the target): not a reason for doubt."""
-    c = next(c for c in checks if c.name == name)
-    return c.detail.startswith("not run: R ") or c.detail.startswith("not run: the reference")
-
-
-def _alpha_of(checks: list[Check]) -> float:
-    return sum(c.alpha for c in checks)
 
 
 def _conform_options(
@@ -667,6 +623,8 @@ class _StatChecks:
     less noise."""
     structure: str = "untested"
     """``matches`` / ``differs`` / ``untested``: the noise-law verdict."""
+    output: OutputLevel | None = None
+    """The output-level budget at the measured scales, when the structure matches."""
 
     @staticmethod
     def not_run(failure: Finding, a: float) -> _StatChecks:
@@ -692,13 +650,13 @@ def _statistical_checks(
     """
     if reference.gaussian:
         g = gaussian_checks(Y, x, reference, T, a)
-        return _StatChecks(g.checks, g.ratio_info, g.implied, g.structure)
+        return _StatChecks(g.checks, g.ratio_info, g.implied, g.structure, g.output)
     truth = reference.target(x)
     unbiased = _unbiased(Y, truth, a)
     plan = reference.plan(T)
     rec = _recovery(plan)
     ref_var = reference.variance(T)
-    law, scale, ratio_info, implied = _law_and_scale(Y, x, plan, rec, ref_var, a, reference)
+    law, scale, ratio_info, implied, output = _law_and_scale(Y, x, plan, rec, ref_var, a, reference)
     _, ref_k4 = _step_cumulants(reference, plan)
     variance = _variance(Y, ref_var, ref_k4, a)
     structure = {True: "matches", False: "differs", None: "untested"}[law.passed]
@@ -717,7 +675,7 @@ def _statistical_checks(
                 f"not judged: {variance.detail}, but the noise structure differs and less "
                 "variance than the reference is not a violation",
             )
-    return _StatChecks([unbiased, law, scale, variance], ratio_info, implied, structure)
+    return _StatChecks([unbiased, law, scale, variance], ratio_info, implied, structure, output)
 
 
 def _law_and_scale(
@@ -728,14 +686,18 @@ def _law_and_scale(
     ref_var: FloatArray,
     a: float,
     reference: Mechanism,
-) -> tuple[Check, Check, dict[str, float] | None, dict[str, float] | None]:
+) -> tuple[Check, Check, dict[str, float] | None, dict[str, float] | None, OutputLevel | None]:
     """From the recovered node noise when it is recoverable and Laplace, else from variances
     (then the structure is untested and no ε is implied)."""
     if rec is not None and reference.noise == "laplace":
-        return _noise_checks(Y, x, plan, rec, a, reference)
+        law, scale, info, implied, fitted = _noise_checks(Y, x, plan, rec, a, reference)
+        output = None
+        if fitted is not None:
+            output = laplace_output_level(plan, reference, rec.nodes, *fitted)
+        return law, scale, info, implied, output
     tested = projected_checks(Y, x, plan, ref_var, a) if reference.noise == "laplace" else None
     if tested is not None:  # R not invertible: the law through R⁺R (conform_laplace)
-        return (*tested, None)
+        return (*tested, None, None)
     why = (
         "R restricted to its used nodes is not invertible"
         if rec is None
@@ -743,7 +705,7 @@ def _law_and_scale(
     )
     law = Check("noise-law", None, None, None, None, a, f"not run: {why}")
     scale, ratio_info = _variance_scale(Y, ref_var, a)
-    return law, scale, ratio_info, None
+    return law, scale, ratio_info, None, None
 
 
 def _crash_detail(found: list[Finding]) -> str:

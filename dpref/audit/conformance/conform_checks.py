@@ -165,9 +165,12 @@ def _noise_checks(
     rec: _Recovery,
     a: float,
     ref: Mechanism,
-) -> tuple[Check, Check, dict[str, float], dict[str, float] | None]:
-    """Law (structure) and scale of the recovered node noise, and the ε its scales imply
-    when the law passes."""
+) -> tuple[
+    Check, Check, dict[str, float], dict[str, float] | None, tuple[IntArray, _ScaleFit] | None
+]:
+    """Law (structure) and scale of the recovered node noise; when the law passes, the ε its
+    scales imply and the nodes' level groups with the fit (for the output-level ε,
+    :func:`~dpref.audit.conformance.conform_output.laplace_output_level`)."""
     node_values = plan.node_values(x)
     Z = rec.noise(Y, node_values)
     b = plan.scales[rec.nodes]
@@ -177,7 +180,8 @@ def _noise_checks(
     law = _noise_law(U, group, labels, fit, a)
     scale = _noise_scale(fit, labels, a)
     implied = _implied_by_fit(plan, rec.nodes, group, fit, ref) if law.passed else None
-    return law, scale, {"estimate": fit.est, "low": fit.lo, "high": fit.hi}, implied
+    fitted = (group, fit) if law.passed else None
+    return law, scale, {"estimate": fit.est, "low": fit.lo, "high": fit.hi}, implied, fitted
 
 
 def _unusable_noise(

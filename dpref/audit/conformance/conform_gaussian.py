@@ -55,6 +55,13 @@ group's ratio: ``ρ = max_i Σ_n (a_{n,i}Δ)²/(2 r_n² σ_n²)`` (used nodes on
 one ratio for every node), with the interval from the ratios' intervals (``r_n`` at its
 upper end, capped at 1, gives the low end).
 
+**Output-level ρ.**  Beside the plan-level implied ρ, whenever the structure matches,
+the ρ the *released outputs* leak at the fitted ratios
+(:func:`~dpref.audit.conformance.conform_output.gaussian_output_level`): the same sum for recovered
+node noise (the outputs determine it), and ``ρ_out(reference)/r²`` for whitened residuals,
+with the reference's exact output-level ρ (Honaker leaks 0.870 of its plan's ρ at T = 64).
+The verdict ``violation`` rests on it alone.
+
 **Discrete Gaussian references** take the variance path, as discrete Laplace does: KS
 needs a continuous law, so the scale is estimated from the per-step variances (exact χ²
 intervals per step, intersected: :func:`_scale_from_variances`), the
@@ -83,6 +90,7 @@ from dpref.audit.conformance.conform_checks import (
     _unusable_noise,
     _variance,
 )
+from dpref.audit.conformance.conform_output import OutputLevel, gaussian_output_level, implied_rho
 from dpref.audit.gaussian.gaussian_model import MAX_MODEL_HORIZON, GaussianModel
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
@@ -121,6 +129,9 @@ class GaussianChecks:
     matches and some scale is below the reference's."""
     structure: str
     """``matches`` / ``differs`` / ``untested``: the noise-law verdict."""
+    output: OutputLevel | None = None
+    """The output-level ρ at the fitted ratios, when the structure matches
+    (:mod:`dpref.audit.conformance.conform_output`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,6 +183,9 @@ def gaussian_checks(
     scale = _scale(std, fit, a)
     info: dict[str, float] | None = {"estimate": fit.est, "low": fit.lo, "high": fit.hi}
     implied = _implied(plan, std, fit, reference) if law.passed else None
+    output = (
+        gaussian_output_level(plan, reference, std.nodes, std.group, fit) if law.passed else None
+    )
     structure = "matches" if law.passed else "differs"
     if law.passed is False:
         scale = Check(
@@ -197,7 +211,7 @@ def gaussian_checks(
                 f"not judged: {variance.detail}, but the noise structure differs and less "
                 "variance than the reference is not a violation",
             )
-    return GaussianChecks([unbiased, law, scale, variance], info, implied, structure)
+    return GaussianChecks([unbiased, law, scale, variance], info, implied, structure, output)
 
 
 # ------------------------------------------------------------ standardisation
@@ -418,19 +432,6 @@ def _pair_test(W: FloatArray) -> tuple[float, tuple[int, int] | None, float]:
 
 
 # --------------------------------------------------------------- implied ρ
-def implied_rho(plan: LinearPlan, node_ratio: FloatArray) -> float:
-    """``max_i Σ_n (a_{n,i}Δ)²/(2 r_n² σ_n²)``: the ρ of the plan's node release when node
-    n's standard deviation is ``r_n·σ_n`` (``r_n = ∞``: the node does not count)."""
-    var = np.array([float(v) for v in plan.scale_table], dtype=np.float64)[plan.scale_idx]
-    delta = float(plan.sensitivity)
-    with np.errstate(divide="ignore"):
-        per = delta * delta / (2.0 * var * node_ratio * node_ratio)
-    per = np.where(np.isfinite(node_ratio), per, 0.0)
-    A = plan.A()
-    sums = np.asarray(A.multiply(A).T @ per, dtype=np.float64)
-    return float(sums.max(initial=0.0))
-
-
 def _implied(
     plan: LinearPlan, std: _Standardised, fit: _Fit, ref: Mechanism
 ) -> dict[str, float] | None:

@@ -94,6 +94,11 @@ class ItemMuSquared:
 _bits = rational_bits
 
 
+def _rational(v: object) -> Fraction:
+    """An entry of M or A exactly: a Fraction as it is, a float at its binary value."""
+    return v if isinstance(v, Fraction) else Fraction(float(v))  # type: ignore[arg-type]
+
+
 class _Work:
     """The word-operation count of the eliminations against a budget."""
 
@@ -140,6 +145,10 @@ def item_mu_squared(
 ) -> ItemMuSquared:
     """``μ_i² = min{‖v‖₂² : M·v = Δ·A·e_i}`` for every item i, exactly (module doc).
 
+    ``M`` and ``A`` are float arrays (each entry taken at its exact binary value) or object
+    arrays of :class:`~fractions.Fraction` (a mechanism's exact plan:
+    :mod:`dpref.audit.gaussian.output_budget`).
+
     Raises :class:`~dpref.errors.ParameterError` (naming the horizon) when the exact
     elimination would exceed ``max_work`` word operations."""
     T, n_items = A.shape
@@ -147,13 +156,12 @@ def item_mu_squared(
     used = [j for j in range(M.shape[1]) if np.any(M[:, j] != 0.0)]
     k = len(used)
     rows: list[Row] = [
-        {a: Fraction(float(M[t, j])) for a, j in enumerate(used) if M[t, j] != 0.0}
-        for t in range(T)
+        {a: _rational(M[t, j]) for a, j in enumerate(used) if M[t, j] != 0.0} for t in range(T)
     ]
     for t in range(T):
         for i in range(n_items):
             if A[t, i] != 0.0:
-                rows[t][k + i] = delta * Fraction(float(A[t, i]))
+                rows[t][k + i] = delta * _rational(A[t, i])
     pivot, free = _eliminate(rows, k, work)
     pivot_rows = set(pivot.values())
     bad = {col - k for r, row in enumerate(rows) if r not in pivot_rows for col in row}

@@ -16,6 +16,9 @@ from dpref.audit.isolation.targets import Finding
 from dpref.audit.pure.exact import ExactLoss
 
 __all__ = [
+    "CONFORMS",
+    "CONFORM_VERDICTS",
+    "DOES_NOT_CONFORM",
     "EXIT_CODES",
     "EXIT_USAGE",
     "INCONCLUSIVE",
@@ -33,7 +36,8 @@ FloatArray = npt.NDArray[np.float64]
 
 
 VIOLATION = "violation"
-"""Verdict: a violation was proven (audit: ε_lb > claimed ε; conform: a check failed)."""
+"""Verdict: a privacy violation was established (audit: a lower bound, or the exact loss,
+exceeds the claim; conform: the output-level budget's interval lies above the claim)."""
 
 NO_VIOLATION = "no-violation-found"
 """Verdict: everything that was meant to run ran, and nothing was proven wrong."""
@@ -44,10 +48,22 @@ nothing was proven wrong with what could run: neither a pass nor a failure."""
 
 VERDICTS = (VIOLATION, NO_VIOLATION, INCONCLUSIVE)
 
-EXIT_CODES = {NO_VIOLATION: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+CONFORMS = "conforms"
+"""Conform verdict: every check that applies ran and passed."""
+
+DOES_NOT_CONFORM = "does-not-conform"
+"""Conform verdict: a check failed or the target showed a defect the reference never
+shows — the target is not the reference.  Not a privacy verdict: an over-noised target
+does not conform either."""
+
+CONFORM_VERDICTS = (CONFORMS, DOES_NOT_CONFORM, VIOLATION, INCONCLUSIVE)
+"""``dpref conform``'s verdicts: ``violation`` only when the output-level budget's
+interval lies above the claim (:mod:`dpref.audit.conformance.conform_output`)."""
+
+EXIT_CODES = {NO_VIOLATION: 0, CONFORMS: 0, VIOLATION: 1, DOES_NOT_CONFORM: 1, INCONCLUSIVE: 3}
 """Exit code of ``dpref audit`` (sampled and ``--exact``), ``dpref conform`` and
 ``dpref golden run`` per verdict; 2 is a usage or input error (docs/auditing.md §5):
-0 only when nothing was found."""
+0 only when nothing was found; 1 a proven violation or (conform) a failure to conform."""
 
 EXIT_USAGE = 2
 """Exit code of a usage or input error (one line on stderr)."""
@@ -277,6 +293,30 @@ class AuditReport:
             return INCONCLUSIVE
         return NO_VIOLATION
 
+    @property
+    def verdict_basis(self) -> str:
+        """The number the verdict rests on, in words: the lower bound of the claim's kind
+        (measured on the released outputs, so it bounds their output-level loss) against
+        the claim; a violation is established only when it exceeds the claim."""
+        if self.privacy == "pure":
+            lb = self.epsilon_lower_bound
+            claim = f"the claimed ε = {self.claimed_epsilon}"
+            bound = None if lb is None else f"ε ≥ {lb:.4f}"
+        else:
+            claim = f"the claimed {self._claim_text()}"
+            bound = None if self.mu_lower_bound is None else self._bound_text()
+        if bound is None:
+            return "no lower bound: no neighbouring pair could be sampled and tested"
+        where = (
+            "output-level: a lower bound on what the released outputs leak, confidence "
+            f"{self.confidence:g}"
+        )
+        rel = "exceeds" if self.violation else "does not exceed"
+        text = f"{bound} ({where}), which {rel} {claim}"
+        if self.verdict == INCONCLUSIVE and not self.violation:
+            text += "; findings or unsampled streams keep it from being a pass"
+        return text
+
     def _found(self) -> str:
         """The findings' kinds, for the reason of an inconclusive verdict."""
         return ", ".join(sorted({f.kind for f in self.findings}))
@@ -412,6 +452,7 @@ class AuditReport:
         return {
             "verdict": self.verdict,
             "reason": self.reason,
+            "verdict_basis": self.verdict_basis,
             "target": self.target,
             "claimed_epsilon": None if claimed is None else str(claimed),
             "claimed_epsilon_float": None if claimed is None else float(claimed),
