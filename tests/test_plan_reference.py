@@ -94,7 +94,7 @@ def test_fda_conforms_to_its_extracted_plan(fda_plan: Path, capsys: Any) -> None
         capsys,
     )
     assert code == 0, rep["reason"]
-    assert rep["verdict"] == "no-violation-found" and rep["horizon"] == 15  # T from the file
+    assert rep["verdict"] == "conforms" and rep["horizon"] == 15  # T from the file
     assert {c["name"]: c["passed"] for c in rep["checks"]}["noise-law"] is True
     assert any("exact binary values" in n for n in rep["input_notes"])
 
@@ -161,7 +161,7 @@ def test_plan_reference_reproduces_the_mechanism(tmp_path: Path) -> None:
     assert np.allclose(g.variance(7), mg.variance(7))
     assert g.plan(7).check().privacy_sum == 1  # 2ρ
     r = conform(mg, g, horizon=7, runs=200, seed=2)
-    assert r.verdict == "no-violation-found", r.reason
+    assert r.verdict == "conforms", r.reason
 
 
 def test_plan_reference_errors(tmp_path: Path) -> None:
@@ -319,7 +319,7 @@ def test_banded_gaussian_strategy_extracts_exactly_and_conforms(tmp_path: Path) 
     ref = PlanReference.from_file(load_reference_plan(str(path)))
     assert ref.declared_rho == Fraction(5, 8)
     ok = conform(f"{BANDED}:banded", ref, horizon=8, runs=300, seed=3)
-    assert ok.verdict == "no-violation-found", ok.reason
+    assert ok.verdict == "conforms", ok.reason
     thin = conform(f"{BANDED}:banded_thin", ref, horizon=8, runs=300, seed=3)
     assert thin.verdict == "violation" and thin.implied_rho is not None
     assert thin.implied_rho["low"] > 5 / 8
@@ -365,7 +365,7 @@ def test_honaker_tree_extracts_its_causal_least_squares_plan(tmp_path: Path) -> 
     path.write_text(json.dumps(rep.document()))
     ref = PlanReference.from_file(load_reference_plan(str(path)))  # causal, or it would raise
     r = conform(m, ref, horizon=8, runs=300, seed=1)
-    assert r.verdict == "no-violation-found", r.reason
+    assert r.verdict == "conforms", r.reason
 
 
 def test_a_toeplitz_coefficient_file_is_a_reference(tmp_path: Path, capsys: Any) -> None:
