@@ -238,3 +238,20 @@ def test_cli_conform_json(capsys: Any) -> None:
     )
     out = capsys.readouterr().out
     assert code == 0 and "verdict     conforms" in out
+
+
+def test_implied_epsilon_at_ratio_one_is_the_plans_privacy_sum() -> None:
+    """conform's plan-level implied ε at the reference's own scale is the plan's privacy sum,
+    also for weighted nodes (PolynomialSum: w ≠ 1, where counting the weight once in A and
+    again in the per-node ε understated it: 0.498 against 0.924 here, c = 2, β = 1/2)."""
+    import dpref
+    from dpref.audit.conformance.conform_checks import _implied_epsilon
+
+    for m in (
+        dpref.PolynomialSum(epsilon=1, horizon=16, c=2, beta="1/2"),
+        dpref.Binary(epsilon=1, horizon=16),
+    ):
+        plan = m.plan(16)
+        nodes = np.arange(plan.n_nodes)
+        got = _implied_epsilon(plan, nodes, np.zeros(plan.n_nodes, dtype=int), np.ones(1))
+        assert got == pytest.approx(float(plan.privacy_sum()), rel=1e-12)

@@ -126,8 +126,14 @@ def _levels(plan: LinearPlan, nodes: IntArray) -> tuple[IntArray, list[str]]:
 def _implied_epsilon(
     plan: LinearPlan, nodes: IntArray, group: IntArray, ratios: FloatArray
 ) -> float:
-    """``max_i Σ_n |a_{n,i}|Δ/(ρ_{g(n)} b_n)`` over the used nodes (float estimate)."""
-    per_node = np.array([float(e) for e in plan.per_node_epsilon()], dtype=np.float64)
+    """``max_i Σ_n |a_{n,i}|Δ/(ρ_{g(n)} b_n)`` over the used nodes (float estimate).
+
+    A's entries already carry the node weights ``w_n`` (and a decay's powers), so each
+    node contributes ``Δ/b_n`` per unit of ``|a_{n,i}|`` — not the per-node ε ``Δ|w_n|/b_n``,
+    which would count a weight twice (at ratio 1 this is the plan's privacy sum)."""
+    per_node = np.array(
+        [float(plan.sensitivity / plan.scale(n)) for n in range(plan.n_nodes)], dtype=np.float64
+    )
     eps_n = np.zeros(plan.n_nodes)
     with np.errstate(divide="ignore"):
         eps_n[nodes] = per_node[nodes] / ratios[group]
