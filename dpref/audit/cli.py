@@ -26,6 +26,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from dpref.audit.deadline import finish, stoppable, watch
 from dpref.audit.limits import (
     CONNECT_TIMEOUT,
     MAX_HORIZON,
@@ -411,6 +412,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="sample on the existing Dask cluster at ADDRESS (tcp://host:8786); "
         f"refused if it does not answer within {CONNECT_TIMEOUT:g} s",
     )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="time budget of the run, in seconds; when it runs out (or on ^C / SIGTERM) the "
+        "report so far is printed, marked partial, verdict inconclusive (exit 3; 130 / 143)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
 
@@ -529,8 +537,19 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run_conform)
 
 
+def _sweep_budget(args: argparse.Namespace) -> float | None:
+    from dpref.audit.sweep import DEFAULT_MAX_SECONDS
+
+    return DEFAULT_MAX_SECONDS if args.horizon is None else None
+
+
+@stoppable("audit", _sweep_budget)  # --max-seconds, ^C, SIGTERM: dpref/audit/deadline.py
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
+    if args.horizon is None:  # no --horizon: sweep the horizons (dpref/audit/sweep.py)
+        from dpref.audit.sweep_cli import run_sweep_cli
+
+        return run_sweep_cli(args)
     _check_ranges(args)
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)
@@ -542,6 +561,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _check_audit_options(args)
     _check_cluster_flags(args)
     target = _target(args)
+    watch(target)
     reference = _mechanism_named(args, args.reference) if args.reference else None
     built = target.mechanism is not None or reference is not None
     # a built mechanism claims its declaration (--epsilon / --rho built it), unless --mu
@@ -577,6 +597,7 @@ def run_audit(args: argparse.Namespace) -> int:
     return _emit(args, report, report.exit_code)
 
 
+@stoppable("conform")
 def run_conform(args: argparse.Namespace) -> int:
     """``dpref conform``."""
     from dpref.audit.conform import conform
@@ -588,6 +609,7 @@ def run_conform(args: argparse.Namespace) -> int:
     # a built-in target goes to conform as a Mechanism: it accepts Gaussian (zCDP) ones
     builtin = args.target in mechanism_names()
     target: Any = _mechanism_named(args, args.target) if builtin else _target(args)
+    watch(target)
     reference = _mechanism_named(args, args.reference) if args.reference else None
     domain = None
     if reference is None and not builtin:
@@ -612,6 +634,7 @@ def run_conform(args: argparse.Namespace) -> int:
 def _emit(args: argparse.Namespace, report: Any, code: int) -> int:
     """Print the report (one JSON object with ``--json``, else its summary); return the
     exit code of its verdict."""
+    finish()  # no partial report from here on (dpref/audit/deadline.py)
     print(json.dumps(report.as_dict()) if args.json else report.summary())
     return code
 
@@ -655,5 +678,4 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         seed=args.seed or 0,
         timeout=args.timeout,
     )
-    print(json.dumps(report.as_dict()) if args.json else report.summary())
-    return report.exit_code
+    return _emit(args, report, report.exit_code)
