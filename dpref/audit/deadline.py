@@ -134,7 +134,7 @@ class Budget:
         """What was done, in words (``40,000 of 400,000 samples``)."""
         if not self.unit:
             return "nothing counted"
-        of = f" of {self.total:,}" if self.total else ""
+        of = f" of {self.total:,} planned" if self.total else ""
         return f"{self.done:,}{of} {self.unit}"
 
 

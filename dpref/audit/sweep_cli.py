@@ -53,9 +53,10 @@ def _check(args: argparse.Namespace) -> str:
         return "exact"
     protocol, no_exact = args.protocol, args.no_exact
     args.protocol, args.no_exact = None, False  # read by the exact part / the method here
-    if audit_cli._check_claim_options(args) is not None:
+    delta = audit_cli._check_claim_options(args)
+    if delta is not None:
         raise ParameterError(
-            f"--delta={args.delta}: an (ε, δ) claim is audited by the sampled audit at one "
+            f"--delta={delta}: an (ε, δ) claim is audited by the sampled audit at one "
             "horizon; give --horizon T (the sweep's exact audits judge ε, ρ or μ)"
         )
     audit_cli._check_audit_options(args)
