@@ -55,7 +55,7 @@ GRID = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 128)
 powers of two (``⌈log₂T⌉`` vs ``⌊log₂T⌋ + 1``, ``2^k ± 1`` off-by-ones)."""
 RANDOM_HORIZONS = 3
 """How many random horizons the sweep adds (drawn from the stated seed)."""
-RANDOM_RANGE = (10, 200)
+RANDOM_RANGE = (10, 128)
 """The random horizons are uniform on this range (inclusive), outside :data:`GRID`."""
 DEFAULT_SEED = 0
 """The seed of a sweep when ``--seed`` is not given (stated in the report)."""
@@ -157,25 +157,21 @@ class SweepReport:
         bad = [r.horizon for r in self.rows if r.verdict == "violation"]
         open_ = [r.horizon for r in self.rows if r.verdict == "inconclusive"]
         untested = [r.horizon for r in self.rows if r.verdict is None]
-        tested = len(self.rows) - len(untested)
-        cut = (
-            f"; {stopped_text(self.stopped_by, self.max_seconds)}, "
-            f"{len(untested)} horizon(s) not tested"
-            if self.stopped_by is not None
-            else ""
-        )
+        n, tested = len(self.rows), len(self.rows) - len(untested)
+        missing = f"; not tested: T = {_ts(untested)}" if untested else ""
+        if self.stopped_by is not None:
+            missing += f" ({stopped_text(self.stopped_by, self.max_seconds)})"
         if bad:
-            n = len(self.rows)
-            return f"violation at T = {_ts(bad)} ({tested} of {n} horizons audited{cut})"
+            return f"violation at T = {_ts(bad)} ({tested} of {n} horizons audited){missing}"
         if open_ or untested:
             what = f"inconclusive at T = {_ts(open_)}" if open_ else "no violation found"
             return (
-                f"{what}; not tested: T = {_ts(untested) or 'none'}{cut}; nothing was proven "
+                f"{what} ({tested} of {n} horizons audited){missing}; nothing was proven "
                 "wrong at the horizons audited"
             )
         return (
-            f"no violation at any of the {len(self.rows)} horizons; an audit can refute a "
-            "claim, never prove it, and horizons outside the grid were not audited"
+            f"no violation at any of the {n} horizons; an audit can refute a claim, never "
+            "prove it, and horizons outside the grid were not audited"
         )
 
     @property
@@ -213,7 +209,7 @@ class SweepReport:
         budget_text = "none" if self.max_seconds is None else f"{self.max_seconds:g} s"
         random_ones = [t for t in self.horizons if t not in GRID]
         lines = [
-            f"verdict     {head}" + (" (partial)" if self.partial else ""),
+            f"verdict     {head} ({self.seconds:.1f} s)",
             f"reason      {self.reason}",
             f"target      {self.target}",
             f"claimed     {self.claim}",
@@ -222,19 +218,12 @@ class SweepReport:
             f"budget      {budget_text}",
         ]
         if self.partial:
-            lines.append(
-                f"partial     yes — {stopped_text(self.stopped_by or '', self.max_seconds)}"
-            )
-        lines.append("")
-        lines.append(
-            f"{'T':>5}  {'method':<10} {'verdict':<20} {'result':<28} {'seconds':>7}  detail"
-        )
+            cut = stopped_text(self.stopped_by or "", self.max_seconds)
+            lines.append(f"partial     yes — {cut}")
+        lines.append(f"{'T':>5}  {'method':<11} {'verdict':<20} {'result':<24} detail")
         for r in self.rows:
             verdict = r.verdict or "—"
-            secs = f"{r.seconds:7.2f}" if r.method != NOT_TESTED else f"{'':>7}"
-            lines.append(
-                f"{r.horizon:>5}  {r.method:<10} {verdict:<20} {r.result:<28} {secs}  {r.detail}"
-            )
+            lines.append(f"{r.horizon:>5}  {r.method:<11} {verdict:<20} {r.result:<24} {r.detail}")
         return "\n".join(lines)
 
 

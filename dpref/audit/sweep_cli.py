@@ -76,18 +76,23 @@ def run_sweep_cli(args: argparse.Namespace) -> int:
         audit_cli._target(args)  # the error naming the target
     seed = DEFAULT_SEED if args.seed is None else args.seed
     domain = None if builtin else parse_domain(args.domain, args.neighbours)
-    exact = None if method == "sampled" else (lambda T: _exact(args, T, seed, domain))
+    kept = None if builtin or method == "sampled" else _KeptWorker(args)
+    exact = None if method == "sampled" else (lambda T: _exact(args, T, seed, domain, kept))
     sampled = None if method == "exact" else (lambda T: _sampled(args, T, seed))
     b = current()
-    report: SweepReport = run_sweep(
-        target=args.target,
-        claim=_claim(args, builtin),
-        exact=exact,
-        sampled=sampled,
-        seed=seed,
-        max_seconds=None if b is None else b.seconds,
-        use_current_budget=True,
-    )
+    try:
+        report: SweepReport = run_sweep(
+            target=args.target,
+            claim=_claim(args, builtin),
+            exact=exact,
+            sampled=sampled,
+            seed=seed,
+            max_seconds=None if b is None else b.seconds,
+            use_current_budget=True,
+        )
+    finally:
+        if kept is not None:
+            kept.close()
     return audit_cli._emit(args, report, report.exit_code)
 
 
@@ -100,24 +105,51 @@ def _claim(args: argparse.Namespace, builtin: bool) -> str:
     return "none (the exact loss is reported, not judged)"
 
 
-def _exact(args: argparse.Namespace, T: int, seed: int, domain: Any) -> Any:
+class _KeptWorker:
+    """One worker for the exact audits of every horizon (a runner ``exact_audit`` neither
+    starts nor ends, so the sweep does not pay a worker start per horizon; a worker that
+    dies or hangs is replaced on the next call, as within one exact audit)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from dpref.audit.runners import WorkerRunner
+
+        self.inner = WorkerRunner(args.target, None, args.protocol, args.timeout)
+
+    def __call__(self, stream: Any, script: Any) -> Any:
+        return self.inner(stream, script)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _exact(
+    args: argparse.Namespace, T: int, seed: int, domain: Any, kept: _KeptWorker | None
+) -> Any:
+    from dpref.audit.runners import CallFailure
     from dpref.audit.structural import exact_audit
 
     builtin = args.target in mechanism_names()
     target: Any = audit_cli._mechanism_named(_at(args, T), args.target) if builtin else args.target
     replaced = builtin and args.mu is not None  # --mu replaces a built-in's declaration
-    return exact_audit(
-        target,
-        T,
-        epsilon=None if replaced else args.epsilon,
-        rho=None if replaced else args.rho,
-        mu=args.mu,
-        privacy=args.privacy,
-        domain=domain,
-        protocol=args.protocol,
-        seed=seed,
-        timeout=args.timeout,
-    )
+    options: dict[str, Any] = {
+        "epsilon": None if replaced else args.epsilon,
+        "rho": None if replaced else args.rho,
+        "mu": args.mu,
+        "privacy": args.privacy,
+        "domain": domain,
+        "protocol": args.protocol,
+        "seed": seed,
+        "timeout": args.timeout,
+    }
+    if kept is None:
+        return exact_audit(target, T, **options)
+    try:
+        protocol = kept.inner.start(T)
+    except CallFailure:  # the exact audit's own worker reports why
+        return exact_audit(target, T, **options)
+    report = exact_audit(target, T, runner=kept, **options)
+    report.protocol, report.isolation = protocol, kept.inner.isolation
+    return report
 
 
 def _sampled(args: argparse.Namespace, T: int, seed: int) -> Any:
