@@ -154,6 +154,7 @@ def make_sandbox(tmp: Path) -> dict[str, str]:
     (tmp / "tests").mkdir()
     for helper in (ROOT / "tests").glob("*.py"):
         shutil.copy(helper, tmp / "tests" / helper.name)
+    shutil.copytree(ROOT / "tests" / "targets", tmp / "tests" / "targets")  # the recipe's
     bin_dir = tmp / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     shims = {"dpref": f'exec "{sys.executable}" -m dpref "$@"\n', "python": ""}

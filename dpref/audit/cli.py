@@ -35,6 +35,7 @@ from dpref.audit.limits import (
     MAX_TIMEOUT,
     MAX_WORKERS,
 )
+from dpref.audit.sweep import GRID, RANDOM_HORIZONS
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
@@ -416,11 +417,18 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--max-seconds",
         type=float,
         default=None,
+        metavar="SECONDS",
         help="time budget of the run, in seconds; when it runs out (or on ^C / SIGTERM) the "
         "report so far is printed, marked partial, verdict inconclusive (exit 3; 130 / 143)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
+
+
+_SWEEP = (
+    f"Without --horizon: a sweep of T = {', '.join(map(str, GRID))} and {RANDOM_HORIZONS} "
+    "random horizons, exact where the noise can be scripted (docs/auditing.md)."
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -430,7 +438,7 @@ def add_parser(subparsers: Any) -> None:
         allow_abbrev=False,
         help="lower-bound a target's privacy loss on neighbouring streams",
         description="Clopper–Pearson lower bound on the privacy loss of TARGET on event-level "
-        "neighbouring streams of length T; --epsilon is the ε the target claims.",
+        "neighbouring streams of length T; --epsilon is the ε the target claims. " + _SWEEP,
         epilog=_EXIT_EPILOG,
     )
     _common(p)

@@ -11,7 +11,11 @@ buggy counter is exactly the correct one, so an audit at one such horizon passes
 * ``binary_ceil_levels_exponential`` — the same bug with Laplace noise made from two
   exponential draws, which the exact audit does not script: the sweep falls back to the
   sampled audit for it;
-* ``slow_binary`` — correct, but every call sleeps (time-budget tests).
+* ``slow_binary`` — correct, but every call sleeps (time-budget tests);
+* ``recombine`` — the shared tree with the node noise given, already scaled (canonical
+  order: node t ends at t): the entry point ``dpref golden run`` calls.  It is correct —
+  and so golden vectors pass all four functions, level bug included, because the level
+  count only enters the noise *scale*, which a golden vector supplies.
 
 ε = ``EPSILON`` = 1, bit streams.  Name them as ``tests/targets/ceil_binary.py:binary_levels``.
 """
@@ -42,6 +46,11 @@ def _tree(x: Any, z: Any) -> np.ndarray[Any, Any]:
             out[t - 1] += node[u - 1]
             u -= u & -u
     return out
+
+
+def recombine(x: Any, noise: Any) -> Any:
+    """The release from given node noise (``dpref golden run``'s ``f(stream, noise)``)."""
+    return _tree(x, np.asarray(noise, dtype=float))
 
 
 def binary_ceil_levels(x: Any, rng: Any) -> Any:
