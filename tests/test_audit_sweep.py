@@ -271,3 +271,24 @@ def test_conform_probes_fail_a_noiseless_release_at_t1() -> None:
     assert bad.verdict != "no-violation-found" and bad.exit_code == 1
     good = conform(cb.binary_levels, ref, horizon=16, runs=20, seed=1)
     assert next(c for c in good.checks if c.name == "crashes").passed is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_real_signal_prints_the_partial_report(sig: str, code: int) -> None:
+    """The real thing: a long conform run in a subprocess, signalled once it is sampling."""
+    import signal
+    import subprocess
+    import time
+
+    argv = [sys.executable, "-m", "dpref", "conform", OK, "--reference", "binary",
+            "--horizon", "64", "--epsilon", "1", "--runs", "1000000", "--json"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=HERE.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(15)  # imports, the probes, then the million runs (minutes): surely sampling
+    proc.send_signal(getattr(signal, sig))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code
+    report = json.loads(out)
+    assert report["partial"] and report["stopped_by"] == sig
+    assert report["verdict"] == "inconclusive"
+    assert f"interrupted by {sig}" in err.decode()

@@ -394,7 +394,8 @@ def _print_partial(args: Any, command: str, b: Budget, cause: str) -> int:
     if cause != "max-seconds":
         sys.stderr.write(f"dpref: {stopped_text(cause, b.seconds)}: partial report printed\n")
     print(json.dumps(report.as_dict()) if getattr(args, "json", False) else report.summary())
-    return exit_code_of(cause)
+    code: int = report.exit_code  # a sweep that proved a violation keeps exit 1 on the budget
+    return code
 
 
 def _claim_text(args: Any) -> str:
