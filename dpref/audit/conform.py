@@ -8,7 +8,9 @@ checks (causality, crashes) cannot raise a false alarm.
 
 * **crashes**: the target runs at several horizons — 1, 2, 3, 4, 5, every power of
   two up to T, T − 1 and T; any exception or malformed output is reported with the T
-  that caused it.
+  that caused it.  With a reference, each probe runs again with another seed: a step
+  released without noise where the reference's noise is continuous fails
+  (:mod:`dpref.audit.conform_noise`).
 * **causality by replay** (after Re:cord-play's record/replay with identical
   randomness): with the same rng seed, changing the items after step s must not
   change the outputs up to s.  First the target is run twice on the same stream and
