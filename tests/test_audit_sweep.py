@@ -111,6 +111,18 @@ def test_sweep_falls_back_to_the_sampled_audit_when_the_noise_cannot_be_recorded
     assert r.rows[0].verdict == "violation" and r.verdict == "violation"
 
 
+def test_audit_sweep_from_python() -> None:
+    from dpref.audit.sweep import audit_sweep
+
+    r = audit_sweep(cb.binary_ceil_levels, epsilon=1, method="exact", horizons=(1, 5))
+    assert [(row.horizon, row.verdict) for row in r.rows] == [
+        (1, "violation"),
+        (5, "no-violation-found"),
+    ]
+    with pytest.raises(ParameterError, match="one horizon"):
+        audit_sweep(Binary(epsilon=1, horizon=8), epsilon=1)
+
+
 # ------------------------------------------------------------------ budgets
 def test_a_sweep_out_of_time_lists_the_rest_as_not_tested() -> None:
     clock = StepClock(0.0)

@@ -46,6 +46,7 @@ __all__ = [
     "RANDOM_RANGE",
     "SweepReport",
     "SweepRow",
+    "audit_sweep",
     "run_sweep",
     "sweep_horizons",
 ]
@@ -416,3 +417,62 @@ def _one(
         return _untested(T, why or "no method")
     a = sampled(T)
     return sampled_row(T, a, elapsed() - t0, why)
+
+
+def audit_sweep(
+    target: Any,
+    *,
+    epsilon: Any = None,
+    rho: Any = None,
+    mu: Any = None,
+    method: str = "auto",
+    horizons: Sequence[int] | None = None,
+    seed: Any = None,
+    max_seconds: float | None = DEFAULT_MAX_SECONDS,
+    samples: Any = 200_000,
+    timeout: float | None = 60.0,
+) -> SweepReport:
+    """The horizon sweep from Python: ``target`` (a ``"module:function"`` /
+    ``"file.py:function"`` spec or a callable ``f(stream, rng)``, the same code at every T)
+    audited for the claim ``epsilon`` (pure ε), ``rho`` (ρ-zCDP) or ``mu`` (μ-GDP) at
+    every horizon of :func:`sweep_horizons` (or ``horizons``) within ``max_seconds``.
+
+    ``method`` is ``"auto"`` (exact where the noise can be recorded, sampled elsewhere:
+    module doc), ``"exact"`` or ``"sampled"``; ``samples`` and ``timeout`` go to the
+    audits.  A built-in mechanism is fixed at one horizon, so it is swept from the
+    command line (``dpref audit NAME --epsilon E``), which rebuilds it at every T.
+    """
+    from dpref.audit.loss import audit
+    from dpref.audit.structural import exact_audit
+    from dpref.mechanisms import Mechanism
+    from dpref.validation import check_choice
+
+    method = check_choice("method", method, ("auto", "exact", "sampled"))
+    if isinstance(target, Mechanism):
+        raise ParameterError(
+            f"target={target!r}: a built-in mechanism has one horizon; sweep it with "
+            "`dpref audit NAME --epsilon E` (rebuilt at every T)"
+        )
+    seed_ = DEFAULT_SEED if seed is None else seed
+
+    def exact(T: int) -> Any:
+        return exact_audit(target, T, epsilon=epsilon, rho=rho, mu=mu, seed=seed_, timeout=timeout)
+
+    def sampled(T: int) -> Any:
+        return audit(target, horizon=T, epsilon=epsilon, rho=rho, mu=mu, samples=samples,
+                     seed=seed_, timeout=timeout, exact=False)  # fmt: skip
+
+    name = target if isinstance(target, str) else getattr(target, "__qualname__", repr(target))
+    claim = next(
+        (f"{sym} = {v}" for sym, v in (("ε", epsilon), ("ρ", rho), ("μ", mu)) if v is not None),
+        "none (the exact loss is reported, not judged)",
+    )
+    return run_sweep(
+        target=str(name),
+        claim=claim,
+        exact=None if method == "sampled" else exact,
+        sampled=None if method == "exact" else sampled,
+        seed=seed_,
+        horizons=horizons,
+        max_seconds=max_seconds,
+    )
