@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from typing import TYPE_CHECKING, Any
 
 from dpref.audit.deadline import finish, stoppable, watch
@@ -557,7 +558,7 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.horizon is None:  # no --horizon: sweep the horizons (dpref/audit/sweep.py)
         from dpref.audit.sweep_cli import run_sweep_cli
 
-        return run_sweep_cli(args)
+        return run_sweep_cli(sys.modules[__name__], args)
     _check_ranges(args)
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)

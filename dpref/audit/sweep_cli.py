@@ -19,9 +19,9 @@ The options are those of ``dpref audit`` (:mod:`dpref.audit.cli`), read per hori
 from __future__ import annotations
 
 import argparse
+from types import ModuleType
 from typing import Any
 
-from dpref.audit import cli as audit_cli
 from dpref.audit.deadline import current
 from dpref.audit.sweep import DEFAULT_SEED, SweepReport, run_sweep
 from dpref.cli.common import parse_domain
@@ -37,7 +37,7 @@ def _at(args: argparse.Namespace, T: int) -> argparse.Namespace:
     return ns
 
 
-def _check(args: argparse.Namespace) -> str:
+def _check(audit_cli: ModuleType, args: argparse.Namespace) -> str:
     """The method (``exact``, ``sampled`` or ``auto``), after the option rules of
     ``dpref audit`` — the sampled ones for what the sampled audit uses, the exact ones
     for what the exact audit uses."""
@@ -67,18 +67,22 @@ def _check(args: argparse.Namespace) -> str:
     return "sampled" if no_exact else "auto"
 
 
-def run_sweep_cli(args: argparse.Namespace) -> int:
-    """Run the sweep of ``args`` and print its report; the exit code."""
+def run_sweep_cli(audit_cli: ModuleType, args: argparse.Namespace) -> int:
+    """Run the sweep of ``args`` and print its report; the exit code.  ``audit_cli`` is
+    :mod:`dpref.audit.cli`, whose option checks and builders the sweep reuses (passed in,
+    not imported: that module imports this one)."""
     audit_cli._check_ranges(args)
-    method = _check(args)
+    method = _check(audit_cli, args)
     builtin = args.target in mechanism_names()
     if not builtin and ":" not in args.target:
         audit_cli._target(args)  # the error naming the target
     seed = DEFAULT_SEED if args.seed is None else args.seed
     domain = None if builtin else parse_domain(args.domain, args.neighbours)
     kept = None if builtin or method == "sampled" else _KeptWorker(args)
-    exact = None if method == "sampled" else (lambda T: _exact(args, T, seed, domain, kept))
-    sampled = None if method == "exact" else (lambda T: _sampled(args, T, seed))
+    exact = (
+        None if method == "sampled" else (lambda T: _exact(audit_cli, args, T, seed, domain, kept))
+    )
+    sampled = None if method == "exact" else (lambda T: _sampled(audit_cli, args, T, seed))
     b = current()
     try:
         report: SweepReport = run_sweep(
@@ -93,7 +97,8 @@ def run_sweep_cli(args: argparse.Namespace) -> int:
     finally:
         if kept is not None:
             kept.close()
-    return audit_cli._emit(args, report, report.exit_code)
+    code: int = audit_cli._emit(args, report, report.exit_code)
+    return code
 
 
 def _claim(args: argparse.Namespace, builtin: bool) -> str:
@@ -123,7 +128,12 @@ class _KeptWorker:
 
 
 def _exact(
-    args: argparse.Namespace, T: int, seed: int, domain: Any, kept: _KeptWorker | None
+    audit_cli: ModuleType,
+    args: argparse.Namespace,
+    T: int,
+    seed: int,
+    domain: Any,
+    kept: _KeptWorker | None,
 ) -> Any:
     from dpref.audit.runners import CallFailure
     from dpref.audit.structural import exact_audit
@@ -152,7 +162,7 @@ def _exact(
     return report
 
 
-def _sampled(args: argparse.Namespace, T: int, seed: int) -> Any:
+def _sampled(audit_cli: ModuleType, args: argparse.Namespace, T: int, seed: int) -> Any:
     from dpref.audit.loss import audit
 
     ns = _at(args, T)
