@@ -592,7 +592,11 @@ def _test_stream(stream: Any, T: int, domain: Domain, gen: np.random.Generator) 
 
 
 def _crashes(
-    tgt: Target, T: int, domain: Domain, gen: np.random.Generator, reference: Any = None
+    tgt: Target,
+    T: int,
+    domain: Domain,
+    gen: np.random.Generator,
+    reference: Mechanism | None = None,
 ) -> Check:
     """Run the target once at each of :func:`crash_horizons` on a random stream (and, with
     a reference, again: :func:`~dpref.audit.conform_noise.noiseless`)."""
