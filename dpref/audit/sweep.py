@@ -44,6 +44,7 @@ __all__ = [
     "GRID",
     "RANDOM_HORIZONS",
     "RANDOM_RANGE",
+    "KeptWorker",
     "SweepReport",
     "SweepRow",
     "audit_sweep",
@@ -419,6 +420,43 @@ def _one(
     return sampled_row(T, a, elapsed() - t0, why)
 
 
+class KeptWorker:
+    """One worker for the exact audits of every horizon of a third-party target.
+
+    ``exact_audit`` neither starts nor ends a runner it is given, so the sweep does not
+    pay a worker start (and the target's import) per horizon; a worker that dies or hangs
+    is replaced on the next call, as within one exact audit.  :meth:`close` ends it."""
+
+    def __init__(self, target: Any, *, protocol: str | None, timeout: float | None) -> None:
+        from dpref.audit.runners import WorkerRunner
+
+        spec, fn = (target, None) if isinstance(target, str) else (None, target)
+        self.target = target
+        self.inner = WorkerRunner(spec, fn, protocol, timeout)
+
+    def __call__(self, stream: Any, script: Any) -> Any:
+        """One scripted call (the runner protocol of :mod:`dpref.audit.runners`)."""
+        return self.inner(stream, script)
+
+    def exact_audit(self, T: int, **options: Any) -> Any:
+        """``exact_audit(target, T, **options)`` through this worker; when the worker
+        cannot be started, through the exact audit's own (whose report says why)."""
+        from dpref.audit.runners import CallFailure
+        from dpref.audit.structural import exact_audit
+
+        try:
+            protocol = self.inner.start(T)
+        except CallFailure:
+            return exact_audit(self.target, T, **options)
+        report = exact_audit(self.target, T, runner=self, **options)
+        report.protocol, report.isolation = protocol, self.inner.isolation
+        return report
+
+    def close(self) -> None:
+        """End the worker."""
+        self.inner.close()
+
+
 def audit_sweep(
     target: Any,
     *,
@@ -443,7 +481,6 @@ def audit_sweep(
     command line (``dpref audit NAME --epsilon E``), which rebuilds it at every T.
     """
     from dpref.audit.loss import audit
-    from dpref.audit.structural import exact_audit
     from dpref.mechanisms import Mechanism
     from dpref.validation import check_choice
 
@@ -455,8 +492,10 @@ def audit_sweep(
         )
     seed_ = DEFAULT_SEED if seed is None else seed
 
+    kept = KeptWorker(target, protocol=None, timeout=timeout)
+
     def exact(T: int) -> Any:
-        return exact_audit(target, T, epsilon=epsilon, rho=rho, mu=mu, seed=seed_, timeout=timeout)
+        return kept.exact_audit(T, epsilon=epsilon, rho=rho, mu=mu, seed=seed_, timeout=timeout)
 
     def sampled(T: int) -> Any:
         return audit(target, horizon=T, epsilon=epsilon, rho=rho, mu=mu, samples=samples,
@@ -467,12 +506,15 @@ def audit_sweep(
         (f"{sym} = {v}" for sym, v in (("ε", epsilon), ("ρ", rho), ("μ", mu)) if v is not None),
         "none (the exact loss is reported, not judged)",
     )
-    return run_sweep(
-        target=str(name),
-        claim=claim,
-        exact=None if method == "sampled" else exact,
-        sampled=None if method == "exact" else sampled,
-        seed=seed_,
-        horizons=horizons,
-        max_seconds=max_seconds,
-    )
+    try:
+        return run_sweep(
+            target=str(name),
+            claim=claim,
+            exact=None if method == "sampled" else exact,
+            sampled=None if method == "exact" else sampled,
+            seed=seed_,
+            horizons=horizons,
+            max_seconds=max_seconds,
+        )
+    finally:
+        kept.close()

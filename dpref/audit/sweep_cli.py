@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from dpref.audit.deadline import current
-from dpref.audit.sweep import DEFAULT_SEED, SweepReport, run_sweep
+from dpref.audit.sweep import DEFAULT_SEED, KeptWorker, SweepReport, run_sweep
 from dpref.cli.common import parse_domain
 from dpref.errors import ParameterError
 from dpref.registry import mechanism_names
@@ -78,7 +78,11 @@ def run_sweep_cli(audit_cli: ModuleType, args: argparse.Namespace) -> int:
         audit_cli._target(args)  # the error naming the target
     seed = DEFAULT_SEED if args.seed is None else args.seed
     domain = None if builtin else parse_domain(args.domain, args.neighbours)
-    kept = None if builtin or method == "sampled" else _KeptWorker(args)
+    kept = (
+        None
+        if builtin or method == "sampled"
+        else KeptWorker(args.target, protocol=args.protocol, timeout=args.timeout)
+    )
     exact = (
         None if method == "sampled" else (lambda T: _exact(audit_cli, args, T, seed, domain, kept))
     )
@@ -110,32 +114,14 @@ def _claim(args: argparse.Namespace, builtin: bool) -> str:
     return "none (the exact loss is reported, not judged)"
 
 
-class _KeptWorker:
-    """One worker for the exact audits of every horizon (a runner ``exact_audit`` neither
-    starts nor ends, so the sweep does not pay a worker start per horizon; a worker that
-    dies or hangs is replaced on the next call, as within one exact audit)."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        from dpref.audit.runners import WorkerRunner
-
-        self.inner = WorkerRunner(args.target, None, args.protocol, args.timeout)
-
-    def __call__(self, stream: Any, script: Any) -> Any:
-        return self.inner(stream, script)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 def _exact(
     audit_cli: ModuleType,
     args: argparse.Namespace,
     T: int,
     seed: int,
     domain: Any,
-    kept: _KeptWorker | None,
+    kept: KeptWorker | None,
 ) -> Any:
-    from dpref.audit.runners import CallFailure
     from dpref.audit.structural import exact_audit
 
     builtin = args.target in mechanism_names()
@@ -153,13 +139,7 @@ def _exact(
     }
     if kept is None:
         return exact_audit(target, T, **options)
-    try:
-        protocol = kept.inner.start(T)
-    except CallFailure:  # the exact audit's own worker reports why
-        return exact_audit(target, T, **options)
-    report = exact_audit(target, T, runner=kept, **options)
-    report.protocol, report.isolation = protocol, kept.inner.isolation
-    return report
+    return kept.exact_audit(T, **options)
 
 
 def _sampled(audit_cli: ModuleType, args: argparse.Namespace, T: int, seed: int) -> Any:
