@@ -179,6 +179,8 @@ def test_a_sampled_audit_stops_between_batches_when_the_budget_is_spent() -> Non
     with budget(4, clock=StepClock()) as b, pytest.raises(OutOfTime):
         conform(m, m, horizon=8, runs=20_000, seed=1)
     assert b.unit == "runs" and 0 < b.done < b.total
+    assert b.stage_name == "causality and the main sample"
+    assert b.checks_done[0].startswith("pass  crashes  ran at T = 1, 2, 3, 4, 5, 7, 8")
 
 
 def test_max_seconds_prints_a_partial_report_marked_inconclusive(
@@ -204,6 +206,10 @@ def test_signals_print_the_partial_report_and_keep_their_exit_codes(
 
     @stoppable("conform")
     def run(args: argparse.Namespace) -> int:
+        from dpref.audit.conform_checks import Check
+        from dpref.audit.deadline import stage
+
+        stage("the main sample", [Check("crashes", False, None, None, None, 0.0, "boom")])
         tick(0, total=2000, unit="runs")
         tick(300)
         raise exc()
@@ -215,6 +221,8 @@ def test_signals_print_the_partial_report_and_keep_their_exit_codes(
     out = json.loads(captured.out)
     assert out["partial"] and out["verdict"] == "inconclusive" and out["stopped_by"] == cause
     assert out["progress"] == "300 of 2,000 planned runs"
+    assert out["checks_done"] == ["FAIL  crashes  boom"]
+    assert "before the stop, crashes FAILED" in out["reason"]  # established, and said
     assert f"interrupted by {cause}" in captured.err
 
 

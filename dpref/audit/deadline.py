@@ -35,7 +35,7 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,6 +106,8 @@ class Budget:
     """What the units are (``samples``, ``runs``)."""
     stage_name: str = ""
     """What the run is doing now (:func:`stage`)."""
+    checks_done: tuple[str, ...] = ()
+    """The checks the run has finished, one line each (:func:`stage`)."""
     finished: bool = False
     """The run ended and its report is being printed: a late stop is no longer a partial
     report (:func:`finish`)."""
@@ -167,12 +169,19 @@ def tick(n: int, *, total: int | None = None, unit: str | None = None) -> None:
     b.check()
 
 
-def stage(name: str) -> None:
-    """Name what the current run is doing (shown in a partial report), then :func:`checkpoint`."""
+def stage(name: str, done: Sequence[Any] = ()) -> None:
+    """Name what the current run is doing and the checks it has finished (objects with
+    ``name``, ``passed``, ``detail``: a partial report lists them), then :func:`checkpoint`."""
     b = _CURRENT.get()
     if b is not None:
         b.stage_name = name
+        b.checks_done = tuple(
+            f"{_PASS.get(c.passed, 'n/a '):4}  {c.name}  {c.detail}" for c in done
+        )
         b.check()
+
+
+_PASS = {True: "pass", False: "FAIL"}
 
 
 @contextlib.contextmanager
@@ -281,6 +290,8 @@ class PartialReport:
     """What was done: ``40,000 of 400,000 samples``, or ``nothing counted``."""
     stage: str
     """What the run was doing (empty: not named)."""
+    checks: tuple[str, ...] = ()
+    """The checks finished before the stop, one line each (``pass  crashes  ran at …``)."""
     findings: tuple[Any, ...] = ()
     """The target's findings so far."""
 
@@ -291,10 +302,16 @@ class PartialReport:
     def reason(self) -> str:
         """The verdict in words."""
         doing = f" during {self.stage}" if self.stage else ""
+        failed = [c.split()[1] for c in self.checks if c.startswith("FAIL")]
+        found = (
+            f"before the stop, {', '.join(failed)} FAILED (the verdict of a complete run "
+            "would say so); the rest was not established"
+            if failed
+            else "nothing was established"
+        )
         return (
             f"stopped{doing} after {self.seconds:.1f} s "
-            f"({stopped_text(self.cause, self.max_seconds)}); done: {self.progress}; "
-            "nothing was established"
+            f"({stopped_text(self.cause, self.max_seconds)}); done: {self.progress}; {found}"
         )
 
     @property
@@ -316,6 +333,7 @@ class PartialReport:
             "claim": self.claim,
             "progress": self.progress,
             "stage": self.stage or None,
+            "checks_done": list(self.checks),
             "seconds": self.seconds,
             "findings": [str(f) for f in self.findings],
         }
@@ -333,6 +351,7 @@ class PartialReport:
             lines.append(f"horizon     T={self.horizon}")
         lines.append(f"claimed     {self.claim}")
         lines.append(f"progress    {self.progress}" + (f" ({self.stage})" if self.stage else ""))
+        lines += [f"  {c}" for c in self.checks]
         lines += [f"FINDING     {f}" for f in self.findings]
         return "\n".join(lines)
 
@@ -389,6 +408,7 @@ def _print_partial(args: Any, command: str, b: Budget, cause: str) -> int:
             seconds=b.elapsed(),
             progress=b.progress_text(),
             stage=b.stage_name,
+            checks=b.checks_done,
             findings=tuple(getattr(watched, "findings", ()) or ()),
         )
     if cause != "max-seconds":
