@@ -267,6 +267,12 @@ def test_sweep_options_never_collide_silently(
     assert message in capsys.readouterr().err
 
 
+def test_a_sweep_without_a_claim(capsys: pytest.CaptureFixture[str]) -> None:
+    """No claim: the sampled audit has nothing to test (an error with --no-exact)."""
+    assert main(["audit", OK, "--no-exact"]) == 2
+    assert "epsilon=None: the sampled audit tests a claim" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_full_sweep_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     """The whole grid, worker-isolated exact audits (≈ 20 s each)."""

@@ -76,6 +76,12 @@ def run_sweep_cli(audit_cli: ModuleType, args: argparse.Namespace) -> int:
     builtin = args.target in mechanism_names()
     if not builtin and ":" not in args.target:
         audit_cli._target(args)  # the error naming the target
+    if not builtin and args.epsilon is None and args.rho is None and args.mu is None:
+        if method == "sampled":
+            raise ParameterError(
+                "epsilon=None: the sampled audit tests a claim; give --epsilon, --rho or --mu"
+            )
+        method = "exact"  # no claim: exact losses are reported; nothing to sample against
     seed = DEFAULT_SEED if args.seed is None else args.seed
     domain = None if builtin else parse_domain(args.domain, args.neighbours)
     kept = (
