@@ -43,6 +43,11 @@ proven wrong, but a finding that undermines the verdict — NaN, a crash, a hang
 write, a signed zero — or an uncomputable exact loss keeps it from being a pass); 2 usage or
 input error (docs/auditing.md §5).
 
+Numbers are exact: a parameter given as a decimal (`--epsilon 0.1`) is that decimal rational,
+except a float-derived one (BLT's `--theta`, `--omega`: values libraries compute in floating
+point), where a decimal is the float it denotes at its exact binary value, as a Python float
+is; `p/q` always stays exact, and the report notes each conversion (docs/auditing.md §12).
+
 """
 
 

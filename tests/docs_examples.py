@@ -14,8 +14,9 @@ unless the line before it (blank lines aside) is ``<!-- docs-test: skip REASON -
 All ``pycon`` and ``python`` blocks of a page share one namespace and run in order; every
 block of a page runs in one temporary directory holding a copy of ``docs/examples/`` (both as
 ``docs/examples/FILE``, the path from the repository root, and as ``FILE`` in the directory
-itself) and of the test helpers (``tests/*.py``), with ``dpref`` (and ``.venv/bin/dpref``,
-``.venv/bin/python``) on a shim that runs this checkout's ``python -m dpref``.
+itself) and of the test helpers (``tests/*.py``, ``tests/targets/*.py``), with ``dpref``
+(and ``.venv/bin/dpref``, ``.venv/bin/python``) on a shim that runs this checkout's
+``python -m dpref``.
 
 ``tests/test_docs_examples.py`` runs every page with :func:`run_page`.
 """
@@ -154,7 +155,11 @@ def make_sandbox(tmp: Path) -> dict[str, str]:
     (tmp / "tests").mkdir()
     for helper in (ROOT / "tests").glob("*.py"):
         shutil.copy(helper, tmp / "tests" / helper.name)
-    shutil.copytree(ROOT / "tests" / "targets", tmp / "tests" / "targets")  # the recipe's
+    targets = ROOT / "tests" / "targets"  # third-party-style targets (tests/targets/*.py)
+    if targets.is_dir():
+        (tmp / "tests" / "targets").mkdir()
+        for helper in targets.glob("*.py"):
+            shutil.copy(helper, tmp / "tests" / "targets" / helper.name)
     bin_dir = tmp / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     shims = {"dpref": f'exec "{sys.executable}" -m dpref "$@"\n', "python": ""}

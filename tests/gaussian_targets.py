@@ -165,7 +165,7 @@ def sqrt_coef_off(x: Any, rng: np.random.Generator) -> Any:
 
 # ---------------------------------------------------------------- vectorised variants
 # The same laws on many streams at once (``f(streams (n, T), rng) -> (n, T)``, the
-# ``dpref_batched`` protocol of dpref/audit/targets.py), so that CI audits of these
+# ``dpref_batched`` protocol of dpref/audit/isolation/targets.py), so that CI audits of these
 # targets draw 10^5 samples in seconds.  Each ``*_batched`` has exactly the law of the
 # function without the suffix (tests/test_audit_gdp.py checks the structure row by row).
 

@@ -36,8 +36,8 @@ def _worker_state() -> Any:
 
 def beats_forever(x: Array, rng: np.random.Generator) -> Any:
     """Well-formed heartbeats every 50 ms, never an answer (defeated ``--timeout``)."""
-    from dpref.audit import protocol as P
-    from dpref.audit.worker import send
+    from dpref.audit.isolation import protocol as P
+    from dpref.audit.isolation.worker import send
 
     st = _worker_state()
     while True:
@@ -47,8 +47,8 @@ def beats_forever(x: Array, rng: np.random.Generator) -> Any:
 
 def beats_counting(x: Array, rng: np.random.Generator) -> Any:
     """Heartbeats whose count goes up by one each time, forever."""
-    from dpref.audit import protocol as P
-    from dpref.audit.worker import send
+    from dpref.audit.isolation import protocol as P
+    from dpref.audit.isolation.worker import send
 
     st = _worker_state()
     n = 0

@@ -27,7 +27,7 @@ from scipy import stats
 
 from dpref import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.audit import audit, exact_loss, standard_pairs
-from dpref.audit.events import feature_pairs
+from dpref.audit.pure.events import feature_pairs
 from dpref.audit.stats import cp_lower, cp_upper, exponential_scale_interval
 from dpref.cli import main
 from dpref.domains import bits, bounded_integers

@@ -22,10 +22,10 @@ import pytest
 from dpref import Binary
 from dpref.audit import audit
 from dpref.audit import cluster as C
-from dpref.audit.conform import conform
-from dpref.audit.events import Condition, ConjunctionEvent
+from dpref.audit.conformance.conform import conform
+from dpref.audit.isolation.targets import as_target
 from dpref.audit.limits import MAX_WORKERS
-from dpref.audit.targets import as_target
+from dpref.audit.pure.events import Condition, ConjunctionEvent
 from dpref.cli import main
 from dpref.errors import DprefError, ParameterError
 
@@ -347,7 +347,7 @@ def test_import_of_the_cluster_module_does_not_load_dask() -> None:
     import subprocess
 
     code = (
-        "import sys, dpref.audit.cluster, dpref.audit.loss, dpref.audit.conform; "
+        "import sys, dpref.audit.cluster, dpref.audit.pure.loss, dpref.audit.conformance.conform; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
     )
     out = subprocess.run(

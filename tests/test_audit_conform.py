@@ -1,6 +1,6 @@
 """Tests of ``dpref conform``: planted bugs are flagged, correct targets are not.
 
-Error rates.  :func:`dpref.audit.conform.conform` flags a conforming target with
+Error rates.  :func:`dpref.audit.conformance.conform.conform` flags a conforming target with
 probability at most ``alpha`` (its four statistical checks get ``alpha/4`` each,
 Bonferroni within each check; causality and crash checks are deterministic).  The
 false-alarm test runs ``FA_RUNS`` conformance tests of correct mechanisms at
@@ -21,7 +21,7 @@ import pytest
 from scipy import stats
 
 from dpref import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
-from dpref.audit.conform import conform, crash_horizons
+from dpref.audit.conformance.conform import conform, crash_horizons
 from dpref.cli import main
 from dpref.errors import DprefError
 

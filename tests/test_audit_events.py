@@ -28,11 +28,12 @@ import pytest
 from scipy import stats
 
 from dpref import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
-from dpref.audit import audit, loss
-from dpref.audit import events as ev
-from dpref.audit.events import ProjectionEvent, best_projections, fit_projections
-from dpref.audit.pairs import COVER_SCREEN
-from dpref.audit.targets import Target
+from dpref.audit import audit
+from dpref.audit.isolation.targets import Target
+from dpref.audit.pure import events as ev
+from dpref.audit.pure import loss
+from dpref.audit.pure.events import ProjectionEvent, best_projections, fit_projections
+from dpref.audit.pure.pairs import COVER_SCREEN
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -173,7 +174,7 @@ def test_directions_never_see_the_test_split(monkeypatch: pytest.MonkeyPatch) ->
     assert fitted and drawn_in_test and r.events
     assert r.selection_samples == 4_000
     # the fitting half of the selection; a stream only the covering pairs use is screened on
-    # fewer selection samples (dpref.audit.pairs.COVER_SCREEN), and so fitted on half of those
+    # fewer selection samples (dpref.audit.pure.pairs.COVER_SCREEN), and so fitted on half of those
     screened = max(100, r.selection_samples // COVER_SCREEN) // 2
     assert {Y.shape[0] for Y in fitted} <= {r.selection_samples // 2, screened}
     assert any(Y.shape[0] == r.selection_samples // 2 for Y in fitted)

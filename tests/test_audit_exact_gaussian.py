@@ -1,4 +1,4 @@
-"""The exact μ of noise-injectable Gaussian targets (dpref/audit/l2loss.py, structural.py;
+"""The exact μ of noise-injectable Gaussian targets (dpref/audit/gaussian/l2loss.py, structural.py;
 docs/auditing.md §9, "Gaussian draws: the exact μ").
 
 Everything here is deterministic exact arithmetic (no statistical test, so no
@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from dpref.audit import RecordingGenerator, exact_audit, mechanism_target
-from dpref.audit.audit_report import AuditReport
-from dpref.audit.gaussian_model import GaussianModel
-from dpref.audit.l2loss import item_mu_squared
-from dpref.audit.recording import NoiseCallback, Requests
-from dpref.audit.runners import InProcessRunner, _requests, call_in_process
+from dpref.audit.gaussian.gaussian_model import GaussianModel
+from dpref.audit.gaussian.l2loss import item_mu_squared
+from dpref.audit.isolation.recording import NoiseCallback, Requests
+from dpref.audit.isolation.runners import InProcessRunner, _requests, call_in_process
+from dpref.audit.reports.audit_report import AuditReport
 from dpref.cli import main
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import BLT, Binary, Honaker, SqrtFactorization

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from dpref.audit import audit, exact_audit
-from dpref.audit.audit_report import EXIT_CODES, UNDETERMINING, golden_exit_code
-from dpref.audit.bitlevel import BitChannels
-from dpref.audit.pairs import COVER_BLOCKS, cover_design
+from dpref.audit.isolation.bitlevel import BitChannels
+from dpref.audit.pure.pairs import COVER_BLOCKS, cover_design
+from dpref.audit.reports.audit_report import EXIT_CODES, UNDETERMINING, golden_exit_code
 from dpref.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -84,7 +84,7 @@ def test_callback_target_is_auditable_exactly_from_the_cli(
 
 def test_protocol_flag_lists_every_protocol_of_the_api() -> None:
     from dpref.audit import cli
-    from dpref.audit.recording import PROTOCOLS
+    from dpref.audit.isolation.recording import PROTOCOLS
 
     assert tuple(cli._PROTOCOLS) == tuple(PROTOCOLS)
     assert main(["audit", "binary", "--exact", "--horizon", "4", "--protocol", "rng"]) == 2
@@ -180,7 +180,7 @@ def test_exit_code_contract(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_contract_is_documented_and_shared() -> None:
-    from dpref.audit import conform as conform_module
+    from dpref.audit.conformance import conform as conform_module
 
     assert set(conform_module._NOT_DEFECTS) <= set(UNDETERMINING)
     for page in ("docs/cli.md", "docs/auditing.md"):

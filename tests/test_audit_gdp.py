@@ -25,7 +25,7 @@ from scipy import special, stats
 from dpref import Binary
 from dpref.accounting import GaussianDP
 from dpref.audit import audit
-from dpref.audit.gdp import (
+from dpref.audit.gaussian.gdp import (
     epsilon_at_delta,
     epsilon_delta_excess,
     mu_lower_bound,

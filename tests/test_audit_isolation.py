@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from dpref.audit import audit
-from dpref.audit import protocol as P
-from dpref.audit.targets import MAX_DEATHS, Target, TargetFailure, as_target
+from dpref.audit.isolation import protocol as P
+from dpref.audit.isolation.targets import MAX_DEATHS, Target, TargetFailure, as_target
 from dpref.errors import DprefTypeError, ParameterError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -232,7 +232,7 @@ def test_frames_that_do_not_parse_exactly_are_rejected() -> None:
 
 def test_dpref_never_unpickles_worker_output() -> None:
     for mod in ("protocol", "supervisor", "targets"):
-        text = (ROOT / "dpref" / "audit" / f"{mod}.py").read_text()
+        text = (ROOT / "dpref" / "audit" / "isolation" / f"{mod}.py").read_text()
         assert "import pickle" not in text and "pickle.load" not in text
         assert "multiprocessing" not in text
 

@@ -5,7 +5,7 @@ report, and nothing the target started outlives its request.
 Timeouts are 0.3 s; a hang is bounded by the subprocess' own 120 s limit (the defect
 made the run endless), and no test asserts a wall-clock time.  Where Linux refuses a
 mechanism (no PID namespace, no root) the tests that need it are skipped, and the report
-names the weaker level (:data:`dpref.audit.sandbox.LEVELS`).
+names the weaker level (:data:`dpref.audit.isolation.sandbox.LEVELS`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ import numpy as np
 import pytest
 
 from dpref import SimpleII
-from dpref.audit import audit, sandbox
-from dpref.audit.conform import conform
-from dpref.audit.golden_run import run_golden
-from dpref.audit.structural import exact_audit
-from dpref.audit.targets import as_target
+from dpref.audit import audit
+from dpref.audit.conformance.conform import conform
+from dpref.audit.conformance.golden_run import run_golden
+from dpref.audit.injected.structural import exact_audit
+from dpref.audit.isolation import sandbox
+from dpref.audit.isolation.targets import as_target
 
 sys.path.insert(0, str(Path(__file__).parent))
 import hostile_isolation_targets as hit

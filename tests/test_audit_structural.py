@@ -1,4 +1,5 @@
-"""Exact audits of noise-injectable targets (dpref/audit/structural.py, docs/auditing.md §6)."""
+"""Exact audits of noise-injectable targets (dpref/audit/injected/structural.py,
+docs/auditing.md §6)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpref.audit import RecordingGenerator, exact_audit, mechanism_target
-from dpref.audit.events import used_nodes
-from dpref.audit.recording import NoiseCallback, Requests
-from dpref.audit.runners import call_in_process
-from dpref.audit.structural import item_losses, stated_epsilon
+from dpref.audit.injected.structural import item_losses, stated_epsilon
+from dpref.audit.isolation.recording import NoiseCallback, Requests
+from dpref.audit.isolation.runners import call_in_process
+from dpref.audit.pure.events import used_nodes
 from dpref.cli import main
 from dpref.domains import bounded_integers
 from dpref.errors import DprefError, DprefTypeError, ParameterError
@@ -87,7 +88,7 @@ def test_callback_protocol_is_scripted_laplace() -> None:
 
 
 def test_call_in_process_turns_misbehaviour_into_findings() -> None:
-    from dpref.audit.runners import CallFailure
+    from dpref.audit.isolation.runners import CallFailure
 
     x = np.zeros(4)
     for fn, kind in [
@@ -281,7 +282,7 @@ def test_item_losses_dual_bound_is_below_the_primal() -> None:
 
 # ------------------------------------------------------- API, runner, CLI
 def test_runner_abstraction_is_used_for_every_call() -> None:
-    from dpref.audit.runners import InProcessRunner
+    from dpref.audit.isolation.runners import InProcessRunner
 
     calls: list[int] = []
     inner = InProcessRunner(it.binary_ok)

@@ -19,9 +19,9 @@ import pytest
 from dpref import Binary
 from dpref.audit import audit, exact_audit
 from dpref.audit import sweep as sweep_module
-from dpref.audit.conform import conform
-from dpref.audit.deadline import OutOfTime, budget, check_max_seconds, stoppable
-from dpref.audit.runners import InProcessRunner
+from dpref.audit.conformance.conform import conform
+from dpref.audit.isolation.runners import InProcessRunner
+from dpref.audit.reports.deadline import OutOfTime, budget, check_max_seconds, stoppable
 from dpref.audit.sweep import GRID, RANDOM_RANGE, run_sweep, sweep_horizons
 from dpref.cli import Terminated, main
 from dpref.errors import ParameterError
@@ -202,12 +202,12 @@ def test_signals_print_the_partial_report_and_keep_their_exit_codes(
 ) -> None:
     import argparse
 
-    from dpref.audit.deadline import tick
+    from dpref.audit.reports.deadline import tick
 
     @stoppable("conform")
     def run(args: argparse.Namespace) -> int:
-        from dpref.audit.conform_checks import Check
-        from dpref.audit.deadline import stage
+        from dpref.audit.conformance.conform_checks import Check
+        from dpref.audit.reports.deadline import stage
 
         stage("the main sample", [Check("crashes", False, None, None, None, 0.0, "boom")])
         tick(0, total=2000, unit="runs")

@@ -22,8 +22,8 @@ import pytest
 
 from dpref import Binary, SimpleII
 from dpref.audit import audit
-from dpref.audit.conform import conform
-from dpref.audit.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
+from dpref.audit.conformance.conform import conform
+from dpref.audit.pure.loss import EXIT_CODES, INCONCLUSIVE, NO_VIOLATION, VIOLATION
 from dpref.cli import main
 from dpref.domains import bits
 from dpref.errors import DprefError, ParameterError

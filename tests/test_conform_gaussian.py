@@ -1,8 +1,8 @@
 """Tests of ``dpref conform`` against Gaussian-noise references (issue 15 §2, §3).
 
-Error rates.  :func:`dpref.audit.conform.conform` flags a conforming target with
+Error rates.  :func:`dpref.audit.conformance.conform.conform` flags a conforming target with
 probability at most ``alpha`` (four statistical checks at ``alpha/4`` each, Bonferroni
-within each; :mod:`dpref.audit.conform_gaussian`).  The false-alarm test runs
+within each; :mod:`dpref.audit.conformance.conform_gaussian`).  The false-alarm test runs
 ``FA_RUNS`` conformance tests of correct targets at ``alpha = 0.01`` (the built-in
 Gaussian Binary, Honaker, SqrtFactorization, BLT and SmoothBinary at several seeds, the
 correct black boxes ``binary_ok`` and ``sqrt_ok`` at T = 16 and T = 1000) and allows
@@ -37,8 +37,8 @@ from scipy.linalg import solve_triangular, toeplitz
 
 from dpref import BLT, Binary, Honaker, SmoothBinary, SqrtFactorization
 from dpref.audit import cluster as C
-from dpref.audit.conform import conform
-from dpref.audit.conform_gaussian import MAX_LAG, implied_rho, rademacher_p_value
+from dpref.audit.conformance.conform import conform
+from dpref.audit.conformance.conform_gaussian import MAX_LAG, implied_rho, rademacher_p_value
 from dpref.cli import main
 from dpref.errors import DprefError, ParameterError
 

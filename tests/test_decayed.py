@@ -694,8 +694,8 @@ AUDITED = [
 
 def _output_loss(mech: Any, horizon: int) -> float:
     """The exact L1 privacy loss of the outputs at T (not of the node release):
-    ``max_i min{‖v‖₁ : R·diag(b)·v = Q e_i}`` (dpref.audit.l1loss, certified)."""
-    from dpref.audit.l1loss import item_losses
+    ``max_i min{‖v‖₁ : R·diag(b)·v = Q e_i}`` (dpref.audit.pure.l1loss, certified)."""
+    from dpref.audit.pure.l1loss import item_losses
 
     plan = mech.plan(horizon)
     M = plan.R().toarray() * plan.scales[None, :]

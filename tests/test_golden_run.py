@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dpref.audit.golden_run import run_golden, select_vectors
+from dpref.audit.conformance.golden_run import run_golden, select_vectors
 from dpref.cli import main
 from dpref.errors import ParameterError, TargetError
 from dpref.golden import load_shipped

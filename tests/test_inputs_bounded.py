@@ -115,7 +115,7 @@ def test_polynomial_lower_bound_with_a_huge_integer_c() -> None:
 
 def test_conform_runs_is_capped() -> None:
     """Defect: conform(runs=10**11) from Python allocated without bound."""
-    from dpref.audit.conform import conform
+    from dpref.audit.conformance.conform import conform
 
     m = dpref.Binary(epsilon=1, horizon=4)
     with pytest.raises(ParameterError, match=r"runs=100000000000: must be in \[20, 1000000\]"):

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpref.audit.audit_report import EventResult
-from dpref.audit.gdp import Claim, mu_lower_bound, read_events
-from dpref.audit.l2loss import item_mu_squared, mu_squared_lower_bound
-from dpref.audit.runners import InProcessRunner
-from dpref.audit.structural import exact_audit
+from dpref.audit.gaussian.gdp import Claim, mu_lower_bound, read_events
+from dpref.audit.gaussian.l2loss import item_mu_squared, mu_squared_lower_bound
+from dpref.audit.injected.structural import exact_audit
+from dpref.audit.isolation.runners import InProcessRunner
+from dpref.audit.reports.audit_report import EventResult
 
 SIGMA = 0.7
 """Noise standard deviation of the review's hand-written Gaussian targets (μ = 1/0.7)."""
@@ -189,8 +189,8 @@ Binomial(2000, 0.05) count above 139 (mean 100, +4.0 sd; the old CLT interval ga
 
 
 def _variance_path_failures(N: int, ratio: float, reps: int, a: float, seed: int) -> int:
-    from dpref.audit.conform_gaussian import gaussian_checks
-    from dpref.audit.gaussian_model import GaussianModel
+    from dpref.audit.conformance.conform_gaussian import gaussian_checks
+    from dpref.audit.gaussian.gaussian_model import GaussianModel
     from dpref.mechanisms import Binary
 
     T = 4

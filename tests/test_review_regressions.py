@@ -189,7 +189,7 @@ def _printing_target(stream: np.ndarray, rng: np.random.Generator) -> np.ndarray
 
 def test_audit_json_stdout_survives_a_printing_target(capsys: pytest.CaptureFixture[str]) -> None:
     """A black-box target's prints landed on stdout, breaking ``--json``'s one object."""
-    from dpref.audit.targets import as_target
+    from dpref.audit.isolation.targets import as_target
 
     target = as_target(_printing_target, timeout=None)
     target.sample(np.array([1.0, 0.0, 1.0]), 3, np.random.default_rng(0))

@@ -181,7 +181,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("dpref.errors",),
     ("dpref.validation", "dpref.plugins", "dpref.caching", "dpref.lazy"),
     ("dpref.rigorous", "dpref.noise", "dpref.dyadic", "dpref.accounting"),
-    ("dpref.domains", "dpref.plan", "dpref.strategy", "dpref.lower_bounds", "dpref.sensitivity"),
+    (
+        "dpref.domains",
+        "dpref.plan",
+        "dpref.strategy",
+        "dpref.planfile",
+        "dpref.lower_bounds",
+        "dpref.sensitivity",
+    ),
     ("dpref.mechanisms",),
     ("dpref.registry", "dpref.golden", "dpref.frontier"),
     (

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from dpref import Binary, DprefError, Honaker, KaryTree, SimpleII
-from dpref.audit.conform import conform
+from dpref.audit.conformance.conform import conform
 from dpref.cli import main
 from dpref.mechanisms.trees import (
     AUTO_K_MAX,

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 from dpref.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dpref.audit.exact import ExactLoss, exact_loss
-    from dpref.audit.loss import AuditReport, EventResult, NeighbourPair, audit, standard_pairs
-    from dpref.audit.recording import NoiseCallback, RecordingGenerator
-    from dpref.audit.structural import StructuralReport, exact_audit, mechanism_target
-    from dpref.audit.targets import Finding, Target, as_target, load_callable
+    from dpref.audit.injected.structural import StructuralReport, exact_audit, mechanism_target
+    from dpref.audit.isolation.recording import NoiseCallback, RecordingGenerator
+    from dpref.audit.isolation.targets import Finding, Target, as_target, load_callable
+    from dpref.audit.pure.exact import ExactLoss, exact_loss
+    from dpref.audit.pure.loss import AuditReport, EventResult, NeighbourPair, audit, standard_pairs
 
 __all__ = [
     "AuditReport",
@@ -46,22 +46,22 @@ __all__ = [
 ]
 
 _HOME = {
-    "ExactLoss": "exact",
-    "exact_loss": "exact",
-    "AuditReport": "loss",
-    "EventResult": "loss",
-    "NeighbourPair": "loss",
-    "audit": "loss",
-    "standard_pairs": "loss",
-    "Finding": "targets",
-    "Target": "targets",
-    "as_target": "targets",
-    "load_callable": "targets",
-    "NoiseCallback": "recording",
-    "RecordingGenerator": "recording",
-    "StructuralReport": "structural",
-    "exact_audit": "structural",
-    "mechanism_target": "structural",
+    "ExactLoss": "pure.exact",
+    "exact_loss": "pure.exact",
+    "AuditReport": "pure.loss",
+    "EventResult": "pure.loss",
+    "NeighbourPair": "pure.loss",
+    "audit": "pure.loss",
+    "standard_pairs": "pure.loss",
+    "Finding": "isolation.targets",
+    "Target": "isolation.targets",
+    "as_target": "isolation.targets",
+    "load_callable": "isolation.targets",
+    "NoiseCallback": "isolation.recording",
+    "RecordingGenerator": "isolation.recording",
+    "StructuralReport": "injected.structural",
+    "exact_audit": "injected.structural",
+    "mechanism_target": "injected.structural",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _HOME)

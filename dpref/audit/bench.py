@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpref.audit.loss import audit
-from dpref.audit.targets import as_target
+from dpref.audit.isolation.targets import as_target
+from dpref.audit.pure.loss import audit
 from dpref.bench import best_of
 from dpref.mechanisms import Binary
 

@@ -27,7 +27,6 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dpref.audit.deadline import finish, stoppable, watch
 from dpref.audit.limits import (
     CONNECT_TIMEOUT,
     MAX_HORIZON,
@@ -36,8 +35,10 @@ from dpref.audit.limits import (
     MAX_TIMEOUT,
     MAX_WORKERS,
 )
+from dpref.audit.reports.deadline import finish, stoppable, watch
 from dpref.audit.sweep import GRID, RANDOM_HORIZONS
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
+from dpref.cli.plan_reference import add_reference_flags, input_notes, plan_reference
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import Mechanism
@@ -45,7 +46,7 @@ from dpref.registry import MECHANISM_PARAMS, mechanism_names, parameter_flags
 from dpref.validation import check_fraction, fmt
 
 if TYPE_CHECKING:
-    from dpref.audit.targets import Target
+    from dpref.audit.isolation.targets import Target
 
 # The audit machinery (scipy.stats) is imported by the commands when they run, not
 # when `dpref --help` builds the parser.
@@ -56,7 +57,7 @@ EXIT_INCONCLUSIVE = 3
 """Exit code of an inconclusive audit or conformance run (0 pass, 1 violation, 2 bad input)."""
 
 _PROTOCOLS = ("rng", "callback")
-"""The noise protocols of ``--exact`` (:data:`dpref.audit.recording.PROTOCOLS`; a test
+"""The noise protocols of ``--exact`` (:data:`dpref.audit.isolation.recording.PROTOCOLS`; a test
 keeps the two equal without importing the audit machinery here)."""
 
 _EXIT_EPILOG = (
@@ -108,7 +109,7 @@ def _mechanism_named(args: argparse.Namespace, name: str) -> Mechanism:
 
 
 def _target(args: argparse.Namespace) -> Target:
-    from dpref.audit.targets import as_target
+    from dpref.audit.isolation.targets import as_target
 
     spec = args.target
     if spec in mechanism_names():
@@ -341,7 +342,8 @@ def _check_conform_options(args: argparse.Namespace) -> None:
                 raise ParameterError(
                     f"--rho={args.rho}: {why}: no ρ is tested; give --reference to test one"
                 )
-    if args.epsilon is None and args.rho is None and (args.reference is not None or not blackbox):
+    named = args.reference is not None and args.reference in mechanism_names()
+    if args.epsilon is None and args.rho is None and (named or not blackbox):
         what = "the reference's" if args.reference is not None else "the built-in target's"
         raise ParameterError(
             f"epsilon=None: give --epsilon ({what} ε) or --rho ({what} ρ, Gaussian noise)"
@@ -423,6 +425,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         "report so far is printed, marked partial, verdict inconclusive (exit 3; 130 / 143)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_reference_flags(p)
     p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
 
 
@@ -486,7 +489,7 @@ def add_parser(subparsers: Any) -> None:
         help="the claimed μ of μ-GDP, e.g. 1, 0.5, 3/2 (replaces a built-in's declared ρ; with "
         "--exact: a target drawing normal noise); an (ε, δ) claim is --epsilon E --delta D",
     )
-    # --exact: exact audit of a noise-injectable target (dpref/audit/structural.py)
+    # --exact: exact audit of a noise-injectable target (dpref/audit/injected/structural.py)
     p.add_argument(
         "--exact",
         action="store_true",
@@ -547,23 +550,26 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _sweep_budget(args: argparse.Namespace) -> float | None:
+    """The sweep's default budget: no --horizon, and no plan file to take T from."""
     from dpref.audit.sweep import DEFAULT_MAX_SECONDS
 
-    return DEFAULT_MAX_SECONDS if args.horizon is None else None
+    file = args.reference is not None and args.reference not in mechanism_names()
+    return DEFAULT_MAX_SECONDS if args.horizon is None and not file else None
 
 
-@stoppable("audit", _sweep_budget)  # --max-seconds, ^C, SIGTERM: dpref/audit/deadline.py
+@stoppable("audit", _sweep_budget)  # --max-seconds, ^C, SIGTERM: dpref/audit/reports/deadline.py
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
-    if args.horizon is None:  # no --horizon: sweep the horizons (dpref/audit/sweep.py)
+    _check_ranges(args)
+    plan_ref = plan_reference(args)  # --reference FILE (dpref/cli/plan_reference.py)
+    if args.horizon is None:  # no --horizon (nor a plan file's): sweep (dpref/audit/sweep.py)
         from dpref.audit.sweep_cli import run_sweep_cli
 
         return run_sweep_cli(sys.modules[__name__], args)
-    _check_ranges(args)
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)
         return run_exact_cli(args)
-    from dpref.audit.loss import audit
+    from dpref.audit.pure.loss import audit
 
     T = _need_horizon(args)
     delta = _check_claim_options(args)
@@ -571,7 +577,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _check_cluster_flags(args)
     target = _target(args)
     watch(target)
-    reference = _mechanism_named(args, args.reference) if args.reference else None
+    reference = plan_ref or (_mechanism_named(args, args.reference) if args.reference else None)
     built = target.mechanism is not None or reference is not None
     # a built mechanism claims its declaration (--epsilon / --rho built it), unless --mu
     # replaces the claim; a black box claims what --epsilon / --rho say
@@ -609,9 +615,10 @@ def run_audit(args: argparse.Namespace) -> int:
 @stoppable("conform")
 def run_conform(args: argparse.Namespace) -> int:
     """``dpref conform``."""
-    from dpref.audit.conform import conform
+    from dpref.audit.conformance.conform import conform
 
     _check_ranges(args)
+    plan_ref = plan_reference(args)  # --reference FILE (dpref/cli/plan_reference.py)
     T = _need_horizon(args)
     _check_conform_options(args)
     _check_cluster_flags(args)
@@ -619,7 +626,7 @@ def run_conform(args: argparse.Namespace) -> int:
     builtin = args.target in mechanism_names()
     target: Any = _mechanism_named(args, args.target) if builtin else _target(args)
     watch(target)
-    reference = _mechanism_named(args, args.reference) if args.reference else None
+    reference = plan_ref or (_mechanism_named(args, args.reference) if args.reference else None)
     domain = None
     if reference is None and not builtin:
         domain = parse_domain(args.domain, args.neighbours)
@@ -643,8 +650,12 @@ def run_conform(args: argparse.Namespace) -> int:
 def _emit(args: argparse.Namespace, report: Any, code: int) -> int:
     """Print the report (one JSON object with ``--json``, else its summary); return the
     exit code of its verdict."""
-    finish()  # no partial report from here on (dpref/audit/deadline.py)
-    print(json.dumps(report.as_dict()) if args.json else report.summary())
+    finish()  # no partial report from here on (dpref/audit/reports/deadline.py)
+    notes = input_notes(args)
+    if args.json:
+        print(json.dumps({**report.as_dict(), **({"input_notes": notes} if notes else {})}))
+    else:
+        print("\n".join([report.summary(), *(f"note        {n}" for n in notes)]))
     return code
 
 
@@ -658,7 +669,7 @@ def run_exact_cli(args: argparse.Namespace) -> int:
     1 (violation) or 3 (inconclusive: the loss could not be computed, or only a bound).
     The claim is ``--epsilon`` (pure ε, Laplace draws), ``--rho`` (ρ-zCDP) or ``--mu``
     (μ-GDP) — normal draws; a built-in Gaussian target is built from ``--rho``."""
-    from dpref.audit.structural import exact_audit
+    from dpref.audit.injected.structural import exact_audit
 
     if args.horizon is None:
         raise ParameterError("horizon=None: give --horizon T")

@@ -13,9 +13,9 @@ Dask cluster of N worker processes (``workers=N``) and on an existing cluster
 (``scheduler=ADDRESS``).
 
 Untrusted targets stay isolated on a cluster: each shard task rebuilds the
-:class:`~dpref.audit.targets.Target` from its recipe (:class:`TargetRecipe`) inside the
+:class:`~dpref.audit.isolation.targets.Target` from its recipe (:class:`TargetRecipe`) inside the
 Dask worker, so a spec is imported, and a callable runs, only in dpref's own worker
-process started there (:mod:`dpref.audit.supervisor`), under the same time-out and memory
+process started there (:mod:`dpref.audit.isolation.supervisor`), under the same time-out and memory
 limit; its failures come back as findings in the shard's summary.
 
 Dask is an optional extra (``pip install 'dpref[cluster]'``) and is imported only
@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpref.audit.isolation.targets import Finding, Target, TargetFailure
 from dpref.audit.limits import CONNECT_TIMEOUT, MAX_WORKERS
-from dpref.audit.targets import Finding, Target, TargetFailure
 from dpref.errors import ClusterError, DprefError, DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.validation import check_int_range, fmt

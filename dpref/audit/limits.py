@@ -3,7 +3,7 @@
 Every size an auditor chooses multiplies the work: a sample is ``T`` floats per side, a
 conformance run ``T`` floats kept in memory, an exact audit a dense ``T × draws``
 system.  Beyond these ranges the work is not bounded on an 8 GB laptop, so
-:func:`~dpref.audit.audit`, :func:`~dpref.audit.conform.conform`,
+:func:`~dpref.audit.audit`, :func:`~dpref.audit.conformance.conform.conform`,
 :func:`~dpref.audit.exact_audit` and their command lines reject the value with a
 :class:`~dpref.errors.ParameterError` naming it, before anything runs.
 """

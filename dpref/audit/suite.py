@@ -2,19 +2,19 @@
 
 ``audit`` — for each registered mechanism (at T = 4, ε = 1, its first declared example):
 
-1. the exact privacy loss of its outputs (:func:`~dpref.audit.exact.exact_loss`)
+1. the exact privacy loss of its outputs (:func:`~dpref.audit.pure.exact.exact_loss`)
    is at most the declared ε;
 2. the sampled audit (2·10⁴ samples per side, confidence 0.999) proves no
    violation;
-3. the mechanism conforms to itself (:func:`~dpref.audit.conform.conform`, T = 16,
+3. the mechanism conforms to itself (:func:`~dpref.audit.conformance.conform.conform`, T = 16,
    500 runs, false-alarm rate 10⁻⁴).
 
 ``audit-gaussian`` — the same three checks in the approximate-DP view, for the same
 example built with ``rho=1/2`` (Gaussian noise, μ = 1):
 
-1. the exact μ² of its release (:func:`~dpref.audit.structural.exact_audit` through
-   :func:`~dpref.audit.structural.mechanism_target`, exact rationals) is at most the declared
-   2ρ (up to the float rounding of its σ, the ``holds-within-rounding`` outcome);
+1. the exact μ² of its release (:func:`~dpref.audit.injected.structural.exact_audit` through
+   :func:`~dpref.audit.injected.structural.mechanism_target`, exact rationals) is at most the
+   declared 2ρ (up to the float rounding of its σ, the ``holds-within-rounding`` outcome);
 2. the sampled μ-GDP audit (2·10⁴ samples per side, confidence 0.999) proves no violation;
 3. the mechanism conforms to itself as a Gaussian reference (T = 16, 500 runs, 10⁻⁴).
 
@@ -28,10 +28,10 @@ import time
 from fractions import Fraction
 from typing import Any
 
-from dpref.audit.conform import conform
-from dpref.audit.exact import exact_loss
-from dpref.audit.loss import audit
-from dpref.audit.structural import exact_audit
+from dpref.audit.conformance.conform import conform
+from dpref.audit.injected.structural import exact_audit
+from dpref.audit.pure.exact import exact_loss
+from dpref.audit.pure.loss import audit
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
 from dpref.verify import VerifyOptions, VerifyRow, by_mechanism, splittable

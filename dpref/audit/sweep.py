@@ -7,12 +7,12 @@ off-by-one at ``2^k ± 1``.  An auditor who does not know which horizon to try s
 them: :data:`GRID` (the classic failure points) plus :data:`RANDOM_HORIZONS` horizons
 drawn from a stated seed, in increasing order, within a stated time budget.
 
-At each horizon the **exact** audit (:func:`~dpref.audit.structural.exact_audit`) runs
+At each horizon the **exact** audit (:func:`~dpref.audit.injected.structural.exact_audit`) runs
 when the target's noise can be recorded (a built-in mechanism, or a black box drawing
 its noise from the generator it is given); when it cannot — the exact audit is
 ``unavailable`` because the target draws from a law dpref does not script, uses
 randomness dpref does not control, or reads what the recording generator lacks — the
-**sampled** audit (:func:`~dpref.audit.loss.audit`) runs at that horizon instead, and at
+**sampled** audit (:func:`~dpref.audit.pure.loss.audit`) runs at that horizon instead, and at
 every later one when the reason is the target's way of drawing noise.
 
 One row per horizon; the verdict is ``violation`` when any horizon shows one (a proven
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from dpref.audit.deadline import OutOfTime, budget, exit_code_of, stopped_text
+from dpref.audit.reports.deadline import OutOfTime, budget, current, exit_code_of, stopped_text
 from dpref.errors import DprefError, ParameterError
 from dpref.validation import check_int_range
 
@@ -100,8 +100,8 @@ class SweepRow:
     seconds: float
     """Seconds this horizon took."""
     report: Any = field(default=None, repr=False)
-    """The horizon's full report (:class:`~dpref.audit.structural.StructuralReport` or
-    :class:`~dpref.audit.loss.AuditReport`; None when not tested)."""
+    """The horizon's full report (:class:`~dpref.audit.injected.structural.StructuralReport` or
+    :class:`~dpref.audit.pure.loss.AuditReport`; None when not tested)."""
 
     def as_dict(self) -> dict[str, Any]:
         """One row of the JSON ``rows`` list (the full report under ``report``)."""
@@ -247,7 +247,7 @@ def _short(q: Fraction) -> str:
 
 
 def exact_row(T: int, r: Any, seconds: float) -> SweepRow:
-    """A row from an exact audit's :class:`~dpref.audit.structural.StructuralReport`."""
+    """A row from an exact audit's :class:`~dpref.audit.injected.structural.StructuralReport`."""
     if r.outcome == "unavailable":
         kinds = sorted({f.kind for f in r.findings})
         return SweepRow(
@@ -279,7 +279,7 @@ def exact_row(T: int, r: Any, seconds: float) -> SweepRow:
 
 
 def sampled_row(T: int, a: Any, seconds: float, why: str = "") -> SweepRow:
-    """A row from a sampled audit's :class:`~dpref.audit.loss.AuditReport`."""
+    """A row from a sampled audit's :class:`~dpref.audit.pure.loss.AuditReport`."""
     if a.privacy == "pure":
         lb = a.epsilon_lower_bound
         result = "no bound" if lb is None else f"ε ≥ {lb:.4f}"
@@ -331,10 +331,10 @@ def run_sweep(
     ``exact(T)`` returns an exact audit's report at T, ``sampled(T)`` a sampled audit's
     (at least one of them; None: that method is not used).  The exact audit is tried
     first; the sampled one runs where it is unavailable (module doc).  A budget that runs
-    out — between horizons, or inside one through :mod:`dpref.audit.deadline` — ends the
+    out — between horizons, or inside one through :mod:`dpref.audit.reports.deadline` — ends the
     sweep with a partial report: the horizon it stopped is ``not tested (stopped)`` and
     the rest ``not tested``.  ``clock`` replaces the monotonic clock (tests).  With
-    ``use_current_budget`` the budget of the enclosing :func:`~dpref.audit.deadline.budget`
+    ``use_current_budget`` the budget of the enclosing :func:`~dpref.audit.reports.deadline.budget`
     is used instead of a new one (the command line arms it, with its SIGALRM backstop,
     and prints :meth:`_State` via its snapshot on SIGINT / SIGTERM).
     """
@@ -372,9 +372,7 @@ def run_sweep(
             seconds=time.monotonic() - start,
         )
 
-    from dpref.audit import deadline
-
-    outer = deadline.current() if use_current_budget else None
+    outer = current() if use_current_budget else None
     scope = budget(max_seconds, clock=clock) if outer is None else nullcontext(outer)
     with scope as b:
         b.snapshot = report
@@ -428,21 +426,21 @@ class KeptWorker:
     is replaced on the next call, as within one exact audit.  :meth:`close` ends it."""
 
     def __init__(self, target: Any, *, protocol: str | None, timeout: float | None) -> None:
-        from dpref.audit.runners import WorkerRunner
+        from dpref.audit.isolation.runners import WorkerRunner
 
         spec, fn = (target, None) if isinstance(target, str) else (None, target)
         self.target = target
         self.inner = WorkerRunner(spec, fn, protocol, timeout)
 
     def __call__(self, stream: Any, script: Any) -> Any:
-        """One scripted call (the runner protocol of :mod:`dpref.audit.runners`)."""
+        """One scripted call (the runner protocol of :mod:`dpref.audit.isolation.runners`)."""
         return self.inner(stream, script)
 
     def exact_audit(self, T: int, **options: Any) -> Any:
         """``exact_audit(target, T, **options)`` through this worker; when the worker
         cannot be started, through the exact audit's own (whose report says why)."""
-        from dpref.audit.runners import CallFailure
-        from dpref.audit.structural import exact_audit
+        from dpref.audit.injected.structural import exact_audit
+        from dpref.audit.isolation.runners import CallFailure
 
         try:
             protocol = self.inner.start(T)
@@ -480,7 +478,7 @@ def audit_sweep(
     audits.  A built-in mechanism is fixed at one horizon, so it is swept from the
     command line (``dpref audit NAME --epsilon E``), which rebuilds it at every T.
     """
-    from dpref.audit.loss import audit
+    from dpref.audit.pure.loss import audit
     from dpref.mechanisms import Mechanism
     from dpref.validation import check_choice
 

@@ -22,7 +22,7 @@ import argparse
 from types import ModuleType
 from typing import Any
 
-from dpref.audit.deadline import current
+from dpref.audit.reports.deadline import current
 from dpref.audit.sweep import DEFAULT_SEED, KeptWorker, SweepReport, run_sweep
 from dpref.cli.common import parse_domain
 from dpref.errors import ParameterError
@@ -41,6 +41,11 @@ def _check(audit_cli: ModuleType, args: argparse.Namespace) -> str:
     """The method (``exact``, ``sampled`` or ``auto``), after the option rules of
     ``dpref audit`` — the sampled ones for what the sampled audit uses, the exact ones
     for what the exact audit uses."""
+    if args.reference is not None and args.reference not in mechanism_names():
+        raise ParameterError(
+            f"--reference={args.reference}: not a mechanism; a plan file has one horizon, "
+            "so it cannot be swept"
+        )
     if args.pair:
         raise ParameterError(
             f"--pair={args.pair[0]}: a pair fixes the stream length; give --horizon T "
@@ -128,7 +133,7 @@ def _exact(
     domain: Any,
     kept: KeptWorker | None,
 ) -> Any:
-    from dpref.audit.structural import exact_audit
+    from dpref.audit.injected.structural import exact_audit
 
     builtin = args.target in mechanism_names()
     target: Any = audit_cli._mechanism_named(_at(args, T), args.target) if builtin else args.target
@@ -149,7 +154,7 @@ def _exact(
 
 
 def _sampled(audit_cli: ModuleType, args: argparse.Namespace, T: int, seed: int) -> Any:
-    from dpref.audit.loss import audit
+    from dpref.audit.pure.loss import audit
 
     ns = _at(args, T)
     target = audit_cli._target(ns)

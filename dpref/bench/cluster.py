@@ -30,8 +30,8 @@ from dpref.audit.cluster import (
     shard_layout,
     shard_seed,
 )
-from dpref.audit.events import Condition, ConjunctionEvent
-from dpref.audit.targets import as_target
+from dpref.audit.isolation.targets import as_target
+from dpref.audit.pure.events import Condition, ConjunctionEvent
 from dpref.mechanisms import Binary
 
 __all__ = ["SPEEDUP_TARGET", "cluster_bench"]

@@ -18,6 +18,7 @@ import numpy as np
 from dpref.domains import Domain, bits, bounded_integers, bounded_reals
 from dpref.errors import DprefError, ParameterError
 from dpref.mechanisms import MECHANISMS
+from dpref.mechanisms.float_params import binary_hint, binary_parameters
 from dpref.noise import NOISE_KINDS
 from dpref.registry import build_mechanism, mechanism_names, parameter_flags
 from dpref.validation import fmt
@@ -127,7 +128,7 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
             f"--{param.replace('_', '-')}",
             type=_number_or_text,
             default=None,
-            help=plain_text(text),
+            help=plain_text(text) + binary_hint(param),
         )
     p.add_argument(
         "--domain",
@@ -183,6 +184,7 @@ def mechanism_from_args(args: argparse.Namespace, horizon: int | None = None) ->
     """
     params = mechanism_params_from_args(args)
     cls = MECHANISMS.get(args.mechanism)
+    params = binary_parameters(cls, params, args)  # dpref/mechanisms/float_params.py
     needs = cls is None or cls.needs_horizon
     params["horizon"] = args.horizon if args.horizon is not None else (horizon if needs else None)
     domain = parse_domain(args.domain, args.neighbours)

@@ -206,7 +206,7 @@ def _params(items: list[str]) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dpref.audit.golden_run import run_golden
+    from dpref.audit.conformance.golden_run import run_golden
     from dpref.golden import read_golden
 
     doc = read_golden(args.file) if args.file else None
@@ -227,6 +227,6 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_dict()))
     else:
         print(result.text())
-    from dpref.audit.audit_report import golden_exit_code
+    from dpref.audit.reports.audit_report import golden_exit_code
 
     return golden_exit_code(result)  # 0 / 1 / 3 as every audit (docs/auditing.md §5)

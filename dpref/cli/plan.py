@@ -1,23 +1,26 @@
-"""``dpref plan check FILE``: check someone else's factorization (docs/factorization.md).
+"""``dpref plan check FILE``: check someone else's factorization (docs/plan-format.md).
 
-The file holds a strategy ``C`` (rows = noise nodes, columns = items 1..T), a decoder ``B``
-(T × rows of C) and optionally per-row relative noise scales ``scales`` (node n gets noise
-of standard deviation ``σ·scales[n]``, or Laplace scale ``b·scales[n]``; default 1), as
+The file (read by :func:`dpref.planfile.read_plan_file`) is one of three forms:
 
-* JSON: ``{"C": [[...], ...], "B": [[...], ...], "scales": [...]}`` with integers or
-  rational strings (``"3/8"``) — checked exactly — or floats (any float in the file puts
-  the whole file in float mode, checked with ``--tolerance``);
-* ``.npz``: arrays ``C``, ``B`` (and ``scales``) of real numbers (float mode).
+* dense: ``{"C": [[...]], "B": [[...]], "scales": [...]}`` — a strategy C (rows = noise
+  nodes, columns = items 1..T), a decoder B (T × rows of C), per-row relative noise scales;
+* Toeplitz: ``{"kind": "toeplitz", "C": [c₀ … c_{T−1}], "B": [b₀ … b_{T−1}]}`` — the first
+  columns of the lower-triangular Toeplitz strategy and decoder (B optional: derived);
+* BLT: ``{"kind": "blt", "theta": [...], "omega": [...], "horizon": T}``;
 
-The report: does ``B·C`` equal the target (prefix sums or windows), is B causal (row n of
-C is released at its last nonzero column; output t may use only rows released by t), the
-L1 and L2 column sensitivities under single participation (event level, Δ =
-``--sensitivity``), the per-step variance (max and mean) and the ρ (Gaussian, ``--sigma``)
-or ε (Laplace, ``--scale``) the plan supports at the given noise, or the noise it needs for
-a given ``--rho``/``--epsilon``.  A malformed file — wrong shapes, non-finite entries, a
-non-causal decoder, a product that is not the target, bad JSON, missing keys, a file over
-:data:`MAX_FILE_BYTES` — is one line on stderr naming the first offending entry, exit 2.
-Exit 1: both a budget and a noise level were given and the noise is too small.
+with integers or rational strings (checked exactly) or floats (taken at their exact binary
+value, checked with ``--tolerance`` at the plan's precision), in JSON or ``.npz``.
+
+The report: does ``B·C`` equal the target (prefix sums or windows), is B causal, the L1 and
+L2 column sensitivities under single participation (event level, Δ = ``--sensitivity``),
+the per-step variance (max, argmax, mean) and the ρ (Gaussian, ``--sigma``) or ε (Laplace,
+``--scale``) the plan supports at the given noise, or the noise it needs for a given
+``--rho``/``--epsilon``.  Exit 1: the product is not the target (a failed check: the full
+report is printed, ``"unbiased": false``; ``null`` when a float product could not be
+decided within its error bound), or both a budget and a noise level were given and
+the noise is too small.  A malformed file — wrong shapes, non-finite entries, a non-causal
+dense decoder, bad JSON, missing keys, a file over the size caps — is one line on stderr
+naming the first offending entry, exit 2.
 """
 
 from __future__ import annotations
@@ -25,29 +28,41 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import zipfile
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_FILE_BYTES", "MAX_ROWS", "add_parser", "check_file", "run"]
+from dpref.planfile import MAX_DENSE_EXACT, MAX_DENSE_STEPS, MAX_JSON_BYTES, MAX_NPZ_BYTES
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_FLOAT_ROWS",
+    "MAX_ROWS",
+    "add_parser",
+    "check_file",
+    "run",
+]
 
 CHECK_DESCRIPTION = """\
-Check a factorization file: a strategy C (rows are noise nodes, columns the items 1..T), a
-decoder B (T rows, one column per row of C) and optional per-row noise scales. A JSON file
-holds integers or rational strings such as "3/8" (checked exactly) or floats (checked with
---tolerance); a .npz file holds arrays C, B and scales (checked as floats). The report: does
-B·C equal the target, is B causal, the L1 and L2 column sensitivities, the per-step variance,
-and the ρ or ε supported at the given noise (or the noise needed for a given budget). A
-malformed file is one line on stderr and exit code 2; exit 1 when both a budget and a noise
-level are given and the noise is too small."""
+Check a factorization file: dense (a strategy C whose rows are noise nodes and columns the
+items 1..T, a decoder B with T rows, optional per-row noise scales), Toeplitz ("kind":
+"toeplitz", the first columns C and B of the lower-triangular Toeplitz strategy and decoder;
+B optional, then derived) or BLT ("kind": "blt", theta, omega, horizon). A JSON file holds
+integers or rational strings such as "3/8" (checked exactly) or floats (checked with
+--tolerance at the plan's precision); a .npz file holds arrays (checked as floats). The
+report: does B·C equal the target, is B causal, the L1 and L2 column sensitivities, the
+per-step variance, and the ρ or ε supported at the given noise (or the noise needed for a
+given budget). Toeplitz and BLT plans are checked in O(T log T), up to T = 2^20. Exit 1 when
+B·C is not the target (with the full report) or when both a budget and a noise level are
+given and the noise is too small; a malformed file is one line on stderr and exit code 2."""
 
-MAX_FILE_BYTES = 64 << 20
-"""Largest plan file read (64 MiB; for ``.npz``, also the sum of its uncompressed arrays)."""
-MAX_ROWS = 1024
-"""Most rows of C and most items T in an exact (rational) plan file."""
-MAX_FLOAT_ROWS = 4096
-"""Most rows of C and most items T in a float plan file."""
+MAX_FILE_BYTES = MAX_JSON_BYTES
+"""Largest JSON plan file read (64 MiB); a ``.npz`` may have up to
+:data:`dpref.planfile.MAX_NPZ_BYTES` (257 MiB: two float64 4096 × 4096 matrices)."""
+MAX_ROWS = MAX_DENSE_EXACT
+"""Most rows of C and most items T in an exact (rational) dense plan file."""
+MAX_FLOAT_ROWS = MAX_DENSE_STEPS
+"""Most rows of C and most items T in a float dense plan file."""
+MAX_NPZ = MAX_NPZ_BYTES
 
 
 def add_parser(subparsers: Any) -> None:
@@ -59,14 +74,17 @@ def add_parser(subparsers: Any) -> None:
         "strategy C and a decoder B.",
     )
     sub = p.add_subparsers(
-        dest="plan_command", required=True, metavar="COMMAND", help="check: check one file"
+        dest="plan_command",
+        required=True,
+        metavar="COMMAND",
+        help="check: check one file; extract: write a target's plan file",
     )
     c = sub.add_parser(
         "check",
         help="is B·C the target, is B causal; sensitivity, variance, the ρ/ε supported",
         description=CHECK_DESCRIPTION,
     )
-    c.add_argument("file", help="a .json or .npz file with C, B (and optional scales)")
+    c.add_argument("file", help="a .json or .npz plan file (dense, toeplitz or blt)")
     c.add_argument(
         "--target",
         default="prefix",
@@ -81,11 +99,22 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument(
         "--tolerance",
         default="1e-9",
-        help="absolute tolerance of the checks of a float file (default %(default)s)",
+        help="tolerance of every comparison of a float plan: absolute for the entries of B·C, "
+        "relative for the budget (default %(default)s)",
     )
     c.add_argument("--sensitivity", default="1", help="Δ, one item's sensitivity (default 1)")
+    c.add_argument(
+        "--precision",
+        default=None,
+        choices=("float64", "float32"),
+        help='the float precision of the plan (default: the file\'s "precision", float32 for '
+        "float32 .npz arrays, else float64); comparisons allow its unit roundoff",
+    )
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run)
+    from dpref.cli.plan_extract import add_extract_parser
+
+    add_extract_parser(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,15 +128,17 @@ def run(args: argparse.Namespace) -> int:
         scale=args.scale,
         tolerance=args.tolerance,
         sensitivity=args.sensitivity,
+        precision=args.precision,
     )
     if args.json:
         print(json.dumps(report))
     else:
         print(_text(report))
-    return 0 if report["noise_sufficient"] is not False else 1
+    failed = report["unbiased"] is not True or report["noise_sufficient"] is False
+    return 1 if failed else 0
 
 
-# ------------------------------------------------------------------ parsing
+# ------------------------------------------------------------------ checks
 def _error(message: str) -> Exception:
     from dpref.errors import ParameterError
 
@@ -133,146 +164,6 @@ def _parse_target(text: str) -> int | None:
     return int(w)
 
 
-def _read_json(path: Path) -> tuple[dict[str, Any], bool]:
-    try:
-        doc = json.loads(path.read_bytes())
-    except (ValueError, RecursionError) as exc:
-        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise _error(f"file={str(path)!r}: not valid JSON ({why})") from None
-    if not isinstance(doc, dict):
-        raise _error(f"file={str(path)!r}: the top level must be an object with keys C and B")
-    exact = True
-
-    def scan(v: Any) -> None:
-        nonlocal exact
-        if isinstance(v, list):
-            for x in v:
-                scan(x)
-        elif isinstance(v, float):
-            exact = False
-
-    for key in ("C", "B", "scales"):
-        if key in doc:
-            scan(doc[key])
-    return doc, exact
-
-
-def _read_npz(path: Path) -> dict[str, Any]:
-    import numpy as np
-
-    try:
-        with zipfile.ZipFile(path) as zf:
-            total = sum(info.file_size for info in zf.infolist())
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise _error(f"file={str(path)!r}: not a valid .npz archive ({exc})") from None
-    if total > MAX_FILE_BYTES:
-        raise _error(f"file={str(path)!r}: {total:,} bytes uncompressed, above {MAX_FILE_BYTES:,}")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        why = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise _error(f"file={str(path)!r}: cannot read .npz ({why})") from None
-
-
-def _matrix_exact(name: str, value: Any, limit: int) -> list[list[Fraction]]:
-    from dpref.validation import check_fraction
-
-    if not isinstance(value, list) or not value:
-        raise _error(f"{name}={_short(value)}: must be a non-empty list of rows")
-    if len(value) > limit:
-        raise _error(f"{name}: {len(value)} rows, above the limit {limit}")
-    out = []
-    width = None
-    for r, row in enumerate(value):
-        if not isinstance(row, list) or not row:
-            raise _error(f"{name}[{r}]={_short(row)}: must be a non-empty list")
-        if width is None:
-            width = len(row)
-            if width > limit:
-                raise _error(f"{name}[0]: {width} entries, above the limit {limit}")
-        elif len(row) != width:
-            raise _error(f"{name}[{r}]: {len(row)} entries, row 0 has {width}")
-        vals = []
-        for i, v in enumerate(row):
-            if isinstance(v, bool) or not isinstance(v, int | str):
-                raise _error(
-                    f"{name}[{r}][{i}]={_short(v)}: must be an integer or a rational string"
-                )
-            vals.append(check_fraction(f"{name}[{r}][{i}]", v))
-        out.append(vals)
-    return out
-
-
-def _matrix_float(name: str, value: Any, limit: int, ndim: int = 2) -> Any:
-    import numpy as np
-
-    if isinstance(value, list):
-        _check_ragged(name, value, ndim)
-        for idx, v in _walk(value):
-            if isinstance(v, bool) or not isinstance(v, int | float | str):
-                raise _error(f"{name}{idx}={_short(v)}: must be a number")
-        try:
-            arr = np.array(_to_floats(name, value), dtype=np.float64)
-        except (ValueError, OverflowError) as exc:
-            raise _error(f"{name}: not an array of numbers ({exc})") from None
-    elif isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            raise _error(f"{name}: dtype {value.dtype} is not real numbers")
-        arr = value.astype(np.float64)
-    else:
-        raise _error(f"{name}={_short(value)}: must be an array")
-    if arr.ndim != ndim or arr.size == 0:
-        raise _error(f"{name}: shape {arr.shape}, need a non-empty {ndim}-d array")
-    if max(arr.shape) > limit:
-        raise _error(f"{name}: shape {arr.shape}, above the limit {limit}")
-    bad = np.argwhere(~np.isfinite(arr))
-    if bad.size:
-        idx = "".join(f"[{int(i)}]" for i in bad[0])
-        raise _error(f"{name}{idx}={arr[tuple(bad[0])]}: must be finite")
-    return arr
-
-
-def _check_ragged(name: str, value: Any, ndim: int) -> None:
-    if ndim == 1:
-        return
-    if not value or not all(isinstance(r, list) for r in value):
-        raise _error(f"{name}={_short(value)}: must be a non-empty list of rows")
-    width = len(value[0])
-    for r, row in enumerate(value):
-        if len(row) != width:
-            raise _error(f"{name}[{r}]: {len(row)} entries, row 0 has {width}")
-
-
-def _walk(value: Any, prefix: str = "") -> Any:
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _walk(v, f"{prefix}[{i}]")
-    else:
-        yield prefix, value
-
-
-def _to_floats(name: str, value: Any, idx: str = "") -> Any:
-    """Nested lists with rational strings converted to floats (an unparsable string or an
-    integer too large for a float is named by its index)."""
-    from dpref.validation import check_fraction
-
-    if isinstance(value, list):
-        return [_to_floats(name, v, f"{idx}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, str | int):
-        try:
-            return float(check_fraction(f"{name}{idx}", value))
-        except OverflowError:
-            raise _error(f"{name}{idx}={_short(value)}: too large for a float") from None
-    return value
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-# ------------------------------------------------------------------ checks
 def check_file(
     file: str,
     *,
@@ -283,12 +174,17 @@ def check_file(
     scale: Any = None,
     tolerance: Any = "1e-9",
     sensitivity: Any = "1",
+    precision: str | None = None,
 ) -> dict[str, Any]:
     """Check a plan file; the report as a JSON-ready dict (see the module docstring).
 
     Raises :class:`~dpref.errors.ParameterError` naming the first offending entry for a
-    malformed file, a non-causal decoder or a product that is not the target.
+    malformed file or a non-causal dense decoder.  A product that is not the target is
+    reported (``"unbiased": False`` and the first mismatch), not raised.
     """
+    from dpref.planfile import read_plan_file
+    from dpref.planfile.checks import dense_core, toeplitz_core, unit_roundoff
+
     window = _parse_target(target)
     tol = _positive("tolerance", tolerance)
     delta = _positive("sensitivity", sensitivity)
@@ -302,179 +198,42 @@ def check_file(
         )
     if want_eps is not None and sig is not None:
         raise _error(f"epsilon={epsilon} with sigma={sigma}: ε-DP needs Laplace noise (--scale)")
-    path = Path(file)
-    suffix = path.suffix.lower()
-    if suffix not in (".json", ".npz"):
-        raise _error(f"file={file!r}: expected a .json or .npz file")
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise _error(f"file={file!r}: cannot read ({exc.strerror})") from None
-    if size > MAX_FILE_BYTES:
-        raise _error(f"file={file!r}: {size:,} bytes, above {MAX_FILE_BYTES:,}")
-    if suffix == ".json":
-        doc, exact = _read_json(path)
-    else:
-        doc, exact = _read_npz(path), False
-    for key in ("C", "B"):
-        if key not in doc:
-            raise _error(f"{key}=missing: the file {file!r} has keys {sorted(doc)[:8]}")
-    extra = sorted(set(doc) - {"C", "B", "scales", "comment"})
-    if extra:
-        raise _error(f"{extra[0]}=...: unknown key (expected C, B, scales, comment)")
+    plan = read_plan_file(file, precision=precision)
     gaussian = not (want_eps is not None or lap is not None)
-    if exact:
-        core = _exact_core(doc, window, delta)
+    if plan.kind == "dense":
+        core = dense_core(plan, window, float(tol))
     else:
-        core = _float_core(doc, window, float(tol), float(delta))
+        core = toeplitz_core(plan, window, float(tol))
+    if core["exact"]:
+        mode = "exact"
+    elif plan.exact:
+        mode = f"float (an exact file rounded to float64, tolerance {float(tol):g})"
+    else:
+        name = "float32" if plan.precision == "float32" else "float"
+        mode = f"{name} (tolerance {float(tol):g})"
     report: dict[str, Any] = {
         "file": file,
-        "mode": "exact" if exact else f"float (tolerance {float(tol):g})",
+        "mode": mode,
+        "precision": plan.precision,
         **core["report"],
     }
-    report.update(_noise_report(core, gaussian, want_rho, want_eps, sig, lap))
+    if not core["exact"]:
+        report["tolerance"] = float(tol)
+        report["unit_roundoff"] = unit_roundoff(plan)
+    report.update(_noise_report(core, gaussian, want_rho, want_eps, sig, lap, tol, delta, plan))
     return report
 
 
-def _shape_checks(nodes: int, horizon: int, b_rows: int, b_cols: int, n_scales: int | None) -> None:
-    if b_rows != horizon or b_cols != nodes:
-        raise _error(f"B: shape ({b_rows}, {b_cols}), need (T, rows of C) = ({horizon}, {nodes})")
-    if n_scales is not None and n_scales != nodes:
-        raise _error(f"scales: {n_scales} entries, need one per row of C ({nodes})")
-
-
-def _exact_core(doc: dict[str, Any], window: int | None, delta: Fraction) -> dict[str, Any]:
-    from dpref.strategy import dense_mismatch
-
-    C = _matrix_exact("C", doc["C"], MAX_ROWS)
-    B = _matrix_exact("B", doc["B"], MAX_ROWS)
-    nodes, horizon = len(C), len(C[0])
-    scales: list[Fraction] | None = None
-    if "scales" in doc:
-        raw = doc["scales"]
-        if not isinstance(raw, list):
-            raise _error(f"scales={_short(raw)}: must be a list")
-        scales = _matrix_exact("scales", [raw], MAX_ROWS)[0] if raw else []
-    _shape_checks(nodes, horizon, len(B), len(B[0]), None if scales is None else len(scales))
-    s = scales or [Fraction(1)] * nodes
-    for n, v in enumerate(s):
-        if v <= 0:
-            raise _error(f"scales[{n}]={v}: must be > 0")
-    release = _release_exact(C)
-    _causal(B, release, lambda v: v != 0)
-    found = dense_mismatch(B, C, window)
-    if found is not None:
-        t, i, got, want = found
-        raise _error(
-            f"B·C[{t - 1}][{i - 1}]={got}: the target ({_target_name(window)}) has {want} "
-            f"(output t={t}, item i={i})"
-        )
-    l1 = max(sum((abs(C[n][i]) / s[n] for n in range(nodes)), Fraction(0)) for i in range(horizon))
-    l2 = max(
-        sum((C[n][i] ** 2 / s[n] ** 2 for n in range(nodes)), Fraction(0)) for i in range(horizon)
-    )
-    var_unit = [
-        sum((B[t][n] ** 2 * s[n] ** 2 for n in range(nodes)), Fraction(0)) for t in range(horizon)
-    ]
+def _sensitivities(core: dict[str, Any], delta: Fraction) -> dict[str, Any]:
+    """Δ-scaled sensitivities: exact Fractions, or (nearest, rigorous upper) floats."""
+    if core["exact"]:
+        return {"l1": core["l1"] * delta, "l2": core["l2"] * delta**2}
     return {
-        "l1": l1 * delta,
-        "l2": l2 * delta**2,
-        "var_unit": var_unit,
-        "exact": True,
-        "report": _core_report(nodes, horizon, window, release, True),
+        "l1": core["l1"] * float(delta),
+        "l2": core["l2"] * float(delta) ** 2,
+        "l1_upper": Fraction(core["l1_upper"]) * delta,
+        "l2_upper": Fraction(core["l2_upper"]) * delta**2,
     }
-
-
-def _release_exact(C: list[list[Fraction]]) -> list[int]:
-    out = []
-    for row in C:
-        last = 0
-        for i in range(len(row) - 1, -1, -1):
-            if row[i] != 0:
-                last = i
-                break
-        out.append(last + 1)
-    return out
-
-
-def _causal(B: Any, release: list[int], nonzero: Any) -> None:
-    for t, row in enumerate(B, 1):
-        for n, v in enumerate(row):
-            if release[n] > t and nonzero(v):
-                raise _error(
-                    f"B[{t - 1}][{n}]={v}: output t={t} uses row {n} of C, released at "
-                    f"t={release[n]} (B is not causal)"
-                )
-
-
-def _target_name(window: int | None) -> str:
-    return "prefix sums" if window is None else f"windows of {window}"
-
-
-def _core_report(
-    nodes: int, horizon: int, window: int | None, release: list[int], exact: bool
-) -> dict[str, Any]:
-    order = sorted(range(nodes), key=lambda n: (release[n], n))
-    return {
-        "nodes": nodes,
-        "horizon": horizon,
-        "target": _target_name(window),
-        "unbiased": True,
-        "causal": True,
-        "canonical_order_is_row_order": order == list(range(nodes)),
-    }
-
-
-def _float_core(
-    doc: dict[str, Any], window: int | None, tol: float, delta: float
-) -> dict[str, Any]:
-    import numpy as np
-
-    C = _matrix_float("C", doc["C"], MAX_FLOAT_ROWS)
-    B = _matrix_float("B", doc["B"], MAX_FLOAT_ROWS)
-    nodes, horizon = C.shape
-    scales = None
-    if "scales" in doc:
-        scales = _matrix_float("scales", doc["scales"], MAX_FLOAT_ROWS, ndim=1)
-    _shape_checks(nodes, horizon, B.shape[0], B.shape[1], None if scales is None else scales.size)
-    s = np.ones(nodes) if scales is None else scales
-    bad = np.flatnonzero(s <= 0)
-    if bad.size:
-        raise _error(f"scales[{int(bad[0])}]={s[bad[0]]}: must be > 0")
-    big = np.abs(C) > tol
-    release = [int(np.flatnonzero(big[n])[-1]) + 1 if big[n].any() else 1 for n in range(nodes)]
-    rel = np.array(release)
-    t_idx = np.arange(1, horizon + 1)[:, None]
-    noncausal = (np.abs(B) > tol) & (rel[None, :] > t_idx)
-    if noncausal.any():
-        t, n = (int(v) for v in np.argwhere(noncausal)[0])
-        raise _error(
-            f"B[{t}][{n}]={float(B[t, n])!r}: output t={t + 1} uses row {n} of C, released at "
-            f"t={release[n]} (B is not causal; |entries| <= {tol:g} count as zero)"
-        )
-    prod = B @ C
-    i_idx = np.arange(1, horizon + 1)[None, :]
-    w = horizon if window is None else window
-    q = ((i_idx <= t_idx) & (i_idx > t_idx - w)).astype(np.float64)
-    err = np.abs(prod - q)
-    if err.max() > tol:
-        t, i = (int(v) for v in np.argwhere(err > tol)[0])
-        raise _error(
-            f"B·C[{t}][{i}]={float(prod[t, i])!r}: the target ({_target_name(window)}) has "
-            f"{q[t, i]:g}, "
-            f"off by {err[t, i]:.3g} > tolerance {tol:g}"
-        )
-    l1 = float(np.max(np.sum(np.abs(C) / s[:, None], axis=0))) * delta
-    l2 = float(np.max(np.sum(C**2 / s[:, None] ** 2, axis=0))) * delta**2
-    var_unit = list((B**2 @ s**2).tolist())
-    report = _core_report(nodes, horizon, window, release, False)
-    report["max_abs_error"] = float(err.max())
-    return {"l1": l1, "l2": l2, "var_unit": var_unit, "exact": False, "report": report}
-
-
-def _num(v: Any) -> Any:
-    """A JSON value for a number: a float, and the exact string beside it when exact."""
-    return float(v)
 
 
 def _noise_report(
@@ -484,88 +243,153 @@ def _noise_report(
     want_eps: Fraction | None,
     sig: Fraction | None,
     lap: Fraction | None,
+    tol: Fraction,
+    delta: Fraction,
+    plan: Any,
 ) -> dict[str, Any]:
+    """The sensitivities, the budget supported or the noise needed, the variance, and the
+    sufficiency verdict.  Exact plans compare exactly.  Float plans compare the rigorous
+    upper bound of the sensitivity with the budget widened by the tolerance and by the
+    plan's precision (each entry may be off its intended value by a relative u: L1 by u,
+    L2² by 2u + u²); ``noise_sufficient_without_tolerance`` says whether it holds without."""
+    from dpref.planfile.checks import unit_roundoff
+
     exact = core["exact"]
-    l1, l2 = core["l1"], core["l2"]
-    var_unit = core["var_unit"]  # Σ_n B_tn² s_n²: variance per unit noise variance
+    sens = _sensitivities(core, delta)
+    l1, l2 = sens["l1"], sens["l2"]
     out: dict[str, Any] = {
         "sensitivity_l1": float(l1),
         "sensitivity_l2_squared": float(l2),
         "noise": "gaussian" if gaussian else "laplace",
     }
     if exact:
-        out["sensitivity_l1_exact"] = str(l1)
-        out["sensitivity_l2_squared_exact"] = str(l2)
-    noise_var: Any = None  # the node variance per unit row scale
-    sufficient: bool | None = None
+        _put_exact(out, "sensitivity_l1_exact", l1)
+        _put_exact(out, "sensitivity_l2_squared_exact", l2)
+        up1, up2 = l1, l2
+    else:
+        up1, up2 = sens["l1_upper"], sens["l2_upper"]
+        out["sensitivity_l1_upper"] = float(up1)
+        out["sensitivity_l2_squared_upper"] = float(up2)
+    u = Fraction(unit_roundoff(plan))
+    noise_var: Any = None  # the node variance per unit row scale (exact Fraction)
+    supported: Any = None
+    wanted: Fraction | None = None
+    slack = Fraction(0)
     if gaussian:
+        wanted = want_rho
+        slack = tol + (2 * u + u * u) * Fraction(10001, 10000)
         if sig is not None:
-            noise_var = sig * sig if exact else float(sig) ** 2
-            supported = l2 / (2 * noise_var)
+            noise_var = sig * sig
+            supported = up2 / (2 * noise_var)
             out["sigma"] = float(sig)
-            out["rho_supported"] = float(supported)
+            out["rho_supported"] = (
+                float(l2 / (2 * noise_var)) if exact else l2 / (2 * float(noise_var))
+            )
             if exact:
-                out["rho_supported_exact"] = str(supported)
-            if want_rho is not None:
-                sufficient = bool(supported <= (want_rho if exact else float(want_rho)))
+                _put_exact(out, "rho_supported_exact", supported)
+            else:
+                out["rho_supported_upper"] = float(supported)
         elif want_rho is not None:
-            noise_var = l2 / (2 * want_rho) if exact else l2 / (2 * float(want_rho))
+            noise_var = up2 / (2 * want_rho)
             out["sigma_needed"] = math.sqrt(float(noise_var))
             out["sigma_squared_needed"] = float(noise_var)
             if exact:
-                out["sigma_squared_needed_exact"] = str(noise_var)
+                _put_exact(out, "sigma_squared_needed_exact", noise_var)
         if want_rho is not None:
             out["rho"] = float(want_rho)
     else:
+        wanted = want_eps
+        slack = tol + u * Fraction(10001, 10000)
         if lap is not None:
-            noise_var = 2 * lap * lap if exact else 2 * float(lap) ** 2
-            supported = l1 / lap if exact else l1 / float(lap)
+            noise_var = 2 * lap * lap
+            supported = up1 / lap
             out["scale"] = float(lap)
-            out["epsilon_supported"] = float(supported)
+            out["epsilon_supported"] = float(l1 / lap) if exact else l1 / float(lap)
             if exact:
-                out["epsilon_supported_exact"] = str(supported)
-            if want_eps is not None:
-                sufficient = bool(supported <= (want_eps if exact else float(want_eps)))
+                _put_exact(out, "epsilon_supported_exact", supported)
+            else:
+                out["epsilon_supported_upper"] = float(supported)
         elif want_eps is not None:
-            b = l1 / want_eps if exact else l1 / float(want_eps)
+            b = up1 / want_eps
             noise_var = 2 * b * b
             out["scale_needed"] = float(b)
             if exact:
-                out["scale_needed_exact"] = str(b)
+                _put_exact(out, "scale_needed_exact", b)
         if want_eps is not None:
             out["epsilon"] = float(want_eps)
-    if noise_var is None:
-        out["variance_per_unit_noise_variance"] = _var_summary(var_unit, 1, exact)
+    sufficient: bool | None = None
+    if supported is not None and wanted is not None:
+        strict = bool(supported <= wanted)
+        sufficient = strict if exact else bool(supported <= wanted * (1 + slack))
+        if not exact:
+            out["noise_sufficient_without_tolerance"] = strict
+            out["budget_excess_relative"] = float(supported / wanted - 1)
+            out["budget_slack_relative"] = float(slack)
+    var = core["var"]
+    factor = Fraction(1) if noise_var is None else noise_var
+    key = "variance_per_unit_noise_variance" if noise_var is None else "variance"
+    if exact:
+        out[key] = {
+            "max": float(var["max"] * factor),
+            "argmax_t": var["argmax_t"],
+            "mean": float(var["mean"] * factor),
+        }
+        _put_exact(out[key], "max_exact", var["max"] * factor)
+        _put_exact(out[key], "mean_exact", var["mean"] * factor)
     else:
-        out["variance"] = _var_summary(var_unit, noise_var, exact)
+        f = float(factor)
+        out[key] = {"max": var["max"] * f, "argmax_t": var["argmax_t"], "mean": var["mean"] * f}
     out["noise_sufficient"] = sufficient
     return out
 
 
-def _var_summary(var_unit: list[Any], factor: Any, exact: bool) -> dict[str, Any]:
-    vals = [v * factor for v in var_unit]
-    best = max(range(len(vals)), key=lambda t: vals[t])
-    total = sum(vals, Fraction(0)) if exact else math.fsum(vals)
-    out: dict[str, Any] = {
-        "max": float(vals[best]),
-        "argmax_t": best + 1,
-        "mean": float(total / len(vals)),
-    }
-    if exact:
-        out["max_exact"] = str(vals[best])
-        out["mean_exact"] = str(total / len(vals))
-    return out
+EXACT_STRING_BITS = 4000
+"""Exact values whose numerator or denominator has more bits are left out of the report
+(their float is there)."""
+
+
+def _put_exact(out: dict[str, Any], key: str, value: Fraction) -> None:
+    """``out[key] = "p/q"`` unless p or q is longer than :data:`EXACT_STRING_BITS`."""
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) <= EXACT_STRING_BITS:
+        out[key] = str(value)
 
 
 def _text(report: dict[str, Any]) -> str:
-    lines = [
-        f"plan {report['file']} ({report['mode']}): {report['nodes']} rows, "
-        f"T = {report['horizon']}",
-        f"  B·C = {report['target']}: yes; causal: yes; "
-        f"canonical order = row order: {'yes' if report['canonical_order_is_row_order'] else 'no'}",
+    kind = report.get("kind", "dense")
+    shape = (
+        f"{report['nodes']} rows, T = {report['horizon']}"
+        if kind == "dense"
+        else f"{kind}, T = {report['horizon']}"
+    )
+    if report["unbiased"] is True:
+        product = "yes"
+    elif report["unbiased"] is None:
+        product = (
+            f"not established ({report['unresolved_entries']} entries within the FFT error "
+            "bound of the tolerance)"
+        )
+    else:
+        m = report["mismatch"]
+        product = f"NO (B·C[{m['t'] - 1}][{m['i'] - 1}] = {m['got']!r}, the target has {m['want']})"
+        product = product.replace("'", "")
+    order = "yes" if report["canonical_order_is_row_order"] else "no"
+    lines = [f"plan {report['file']} ({report['mode']}): {shape}"]
+    if kind == "dense":
+        lines.append(
+            f"  B·C = {report['target']}: {product}; causal: yes; canonical order = row order: "
+            f"{order}"
+        )
+    else:
+        lines.append(
+            f"  B·C = {report['target']}: {product}; causal: yes (lower triangular); "
+            f"decoder: {report['decoder']}"
+        )
+    if "max_abs_error" in report and report["unbiased"] is not True:
+        lines.append(f"  largest |B·C − target|: {report['max_abs_error']:.6g}")
+    lines.append(
         f"  sensitivity: L1 = {report['sensitivity_l1']:.6g}, "
-        f"L2² = {report['sensitivity_l2_squared']:.6g}",
-    ]
+        f"L2² = {report['sensitivity_l2_squared']:.6g}"
+    )
     for key, label in (
         ("sigma_needed", "σ needed for ρ"),
         ("scale_needed", "Laplace scale needed for ε"),
@@ -579,5 +403,22 @@ def _text(report: dict[str, Any]) -> str:
     assert var is not None
     lines.append(f"  {label}: max {var['max']:.6g} (t = {var['argmax_t']}), mean {var['mean']:.6g}")
     if report["noise_sufficient"] is not None:
-        lines.append(f"  noise sufficient: {'yes' if report['noise_sufficient'] else 'NO'}")
+        lines.append(f"  noise sufficient: {_sufficiency(report)}")
     return "\n".join(lines)
+
+
+def _sufficiency(report: dict[str, Any]) -> str:
+    """yes / NO, with the digits that explain a float comparison."""
+    verdict = "yes" if report["noise_sufficient"] else "NO"
+    if "budget_excess_relative" not in report:
+        return verdict
+    name, key = ("ρ", "rho") if "rho_supported" in report else ("ε", "epsilon")
+    upper = report[f"{key}_supported_upper"]
+    excess = report["budget_excess_relative"]
+    if excess <= 0:
+        return verdict
+    return (
+        f"{verdict} ({name} supported ≤ {upper!r} exceeds {name} = {report[key]!r} by "
+        f"{excess:.3g} relative; allowed: {report['budget_slack_relative']:.3g} = tolerance + "
+        "the plan's rounding)"
+    )

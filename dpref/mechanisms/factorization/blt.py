@@ -171,6 +171,8 @@ class BLT(ToeplitzFactorization):
     """
 
     name = "blt"
+    float_parameters = ("theta", "omega")
+    """A decimal given as text is the float it denotes (:mod:`dpref.mechanisms.float_params`)."""
     examples = (
         Example({"theta": "1/2", "omega": "1/2"}, horizons=(1, 16)),
         Example({"theta": "1/2,7/8", "omega": "1/4,1/8"}, horizons=(16,)),
