@@ -32,7 +32,9 @@ _HEADER = """\
 Every subcommand takes `--json` and then prints exactly one JSON object on stdout. Bad input
 prints one line on stderr (`dpref: error: name=value: why`) and exits 2; so does an I/O error
 (a full disk, a closed or full stdout); a failed check exits 1. SIGINT (^C) stops a command
-after its clean-up with exit 130, SIGTERM with 143 (with `--json`, an error object is printed).
+after its clean-up with exit 130, SIGTERM with 143 (with `--json`, an error object is printed;
+`dpref audit` and `dpref conform` print their report so far instead, marked partial, verdict
+inconclusive — as when their `--max-seconds` budget runs out, exit 3).
 The same text is printed by `dpref COMMAND --help`.
 
 Exit status of `dpref audit` (also `--exact`), `dpref conform` and `dpref golden run`:

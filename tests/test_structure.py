@@ -216,6 +216,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dpref.bench.",
         "dpref.cli.",
         "dpref.audit.cli",
+        "dpref.audit.sweep_cli",
         "dpref.audit.suite",
         "dpref.audit.bench",
         "dpref.sensitivity.cli",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from typing import TYPE_CHECKING, Any
 
 from dpref.audit.limits import (
@@ -34,6 +35,8 @@ from dpref.audit.limits import (
     MAX_TIMEOUT,
     MAX_WORKERS,
 )
+from dpref.audit.reports.deadline import finish, stoppable, watch
+from dpref.audit.sweep import GRID, RANDOM_HORIZONS
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.cli.plan_reference import add_reference_flags, input_notes, plan_reference
 from dpref.domains import Domain
@@ -414,9 +417,23 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="sample on the existing Dask cluster at ADDRESS (tcp://host:8786); "
         f"refused if it does not answer within {CONNECT_TIMEOUT:g} s",
     )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time budget of the run, in seconds; when it runs out (or on ^C / SIGTERM) the "
+        "report so far is printed, marked partial, verdict inconclusive (exit 3; 130 / 143)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_reference_flags(p)
     p.set_defaults(**dict.fromkeys(_FLAG_DEFAULTS))  # None: not given (filled in later)
+
+
+_SWEEP = (
+    f"Without --horizon: a sweep of T = {', '.join(map(str, GRID))} and {RANDOM_HORIZONS} "
+    "random horizons, exact where the noise can be scripted (docs/auditing.md)."
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -426,7 +443,7 @@ def add_parser(subparsers: Any) -> None:
         allow_abbrev=False,
         help="lower-bound a target's privacy loss on neighbouring streams",
         description="Clopper–Pearson lower bound on the privacy loss of TARGET on event-level "
-        "neighbouring streams of length T; --epsilon is the ε the target claims.",
+        "neighbouring streams of length T; --epsilon is the ε the target claims. " + _SWEEP,
         epilog=_EXIT_EPILOG,
     )
     _common(p)
@@ -533,10 +550,23 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run_conform)
 
 
+def _sweep_budget(args: argparse.Namespace) -> float | None:
+    """The sweep's default budget: no --horizon, and no plan file to take T from."""
+    from dpref.audit.sweep import DEFAULT_MAX_SECONDS
+
+    file = args.reference is not None and args.reference not in mechanism_names()
+    return DEFAULT_MAX_SECONDS if args.horizon is None and not file else None
+
+
+@stoppable("audit", _sweep_budget)  # --max-seconds, ^C, SIGTERM: dpref/audit/reports/deadline.py
 def run_audit(args: argparse.Namespace) -> int:
     """``dpref audit``."""
     _check_ranges(args)
     plan_ref = plan_reference(args)  # --reference FILE (dpref/cli/plan_reference.py)
+    if args.horizon is None:  # no --horizon (nor a plan file's): sweep (dpref/audit/sweep.py)
+        from dpref.audit.sweep_cli import run_sweep_cli
+
+        return run_sweep_cli(sys.modules[__name__], args)
     if args.exact:  # --exact: exact audit of a noise-injectable target (structural.py)
         _check_exact_options(args)
         return run_exact_cli(args)
@@ -547,6 +577,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _check_audit_options(args)
     _check_cluster_flags(args)
     target = _target(args)
+    watch(target)
     reference = plan_ref or (_mechanism_named(args, args.reference) if args.reference else None)
     built = target.mechanism is not None or reference is not None
     # a built mechanism claims its declaration (--epsilon / --rho built it), unless --mu
@@ -582,6 +613,7 @@ def run_audit(args: argparse.Namespace) -> int:
     return _emit(args, report, report.exit_code)
 
 
+@stoppable("conform")
 def run_conform(args: argparse.Namespace) -> int:
     """``dpref conform``."""
     from dpref.audit.conformance.conform import conform
@@ -594,6 +626,7 @@ def run_conform(args: argparse.Namespace) -> int:
     # a built-in target goes to conform as a Mechanism: it accepts Gaussian (zCDP) ones
     builtin = args.target in mechanism_names()
     target: Any = _mechanism_named(args, args.target) if builtin else _target(args)
+    watch(target)
     reference = plan_ref or (_mechanism_named(args, args.reference) if args.reference else None)
     domain = None
     if reference is None and not builtin:
@@ -618,6 +651,7 @@ def run_conform(args: argparse.Namespace) -> int:
 def _emit(args: argparse.Namespace, report: Any, code: int) -> int:
     """Print the report (one JSON object with ``--json``, else its summary); return the
     exit code of its verdict."""
+    finish()  # no partial report from here on (dpref/audit/reports/deadline.py)
     notes = input_notes(args)
     if args.json:
         print(json.dumps({**report.as_dict(), **({"input_notes": notes} if notes else {})}))

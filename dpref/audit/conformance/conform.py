@@ -8,7 +8,9 @@ checks (causality, crashes) cannot raise a false alarm.
 
 * **crashes**: the target runs at several horizons — 1, 2, 3, 4, 5, every power of
   two up to T, T − 1 and T; any exception or malformed output is reported with the T
-  that caused it.
+  that caused it.  With a reference, each probe runs again with another seed: a step
+  released without noise where the reference's noise is continuous fails
+  (:mod:`dpref.audit.conformance.conform_noise`).
 * **causality by replay** (after Re:cord-play's record/replay with identical
   randomness): with the same rng seed, changing the items after step s must not
   change the outputs up to s.  First the target is run twice on the same stream and
@@ -97,6 +99,7 @@ from dpref.audit.conformance.conform_checks import (
 )
 from dpref.audit.conformance.conform_gaussian import gaussian_checks
 from dpref.audit.conformance.conform_laplace import projected_checks
+from dpref.audit.conformance.conform_noise import noiseless
 from dpref.audit.conformance.conform_output import OutputLevel, laplace_output_level
 from dpref.audit.conformance.conform_verdict import NOT_DEFECTS as _NOT_DEFECTS
 from dpref.audit.conformance.conform_verdict import differs as _differs
@@ -105,6 +108,7 @@ from dpref.audit.isolation.targets import Finding, Target, TargetFailure, as_tar
 from dpref.audit.limits import MAX_RUNS
 from dpref.audit.pure.loss import EXIT_CODES
 from dpref.audit.reports.audit_report import CONFORMS, DOES_NOT_CONFORM, INCONCLUSIVE, VIOLATION
+from dpref.audit.reports.deadline import stage
 from dpref.audit.reports.progress import Progress
 from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
@@ -390,7 +394,8 @@ def conform(
     check_sendable(tgt, cluster)
     gen = seeded(seed)
     x = _test_stream(stream, T, dom, gen)
-    checks = [_crashes(tgt, T, dom, gen)]
+    checks = [_crashes(tgt, T, dom, gen, reference)]
+    stage("causality and the main sample", checks)  # for a partial report (deadline.py)
     if reference is None:
         checks.append(causality_check(tgt, x, dom, gen))
         return _conform_report(tgt, None, T, 0, 0.0, checks, None, seed, start)
@@ -547,14 +552,22 @@ def _test_stream(stream: Any, T: int, domain: Domain, gen: np.random.Generator) 
     return x
 
 
-def _crashes(tgt: Target, T: int, domain: Domain, gen: np.random.Generator) -> Check:
-    """Run the target once at each of :func:`crash_horizons` on a random stream."""
+def _crashes(
+    tgt: Target,
+    T: int,
+    domain: Domain,
+    gen: np.random.Generator,
+    reference: Mechanism | None = None,
+) -> Check:
+    """Run the target once at each of :func:`crash_horizons` on a random stream (and, with
+    a reference, again: :func:`~dpref.audit.conformance.conform_noise.noiseless`)."""
     crash_fail: list[Finding] = []
     hs = crash_horizons(T)
     for h in hs:
         xs = _random_stream(h, domain, gen)
+        words = [h, int(gen.integers(2**32))]
         try:
-            y = tgt.call_once(xs, np.random.default_rng([h, int(gen.integers(2**32))]))
+            y = tgt.call_once(xs, np.random.default_rng(words))
         except TargetFailure as exc:
             crash_fail.append(exc.finding)
             continue
@@ -563,6 +576,9 @@ def _crashes(tgt: Target, T: int, domain: Domain, gen: np.random.Generator) -> C
             found = Finding("non-finite", f"output at t={bad[0] + 1} is {y[bad[0]]!r}", h)
             tgt.record(found)
             crash_fail.append(found)
+        elif (quiet := noiseless(tgt, xs, y, words, reference)) is not None:
+            tgt.record(quiet)
+            crash_fail.append(quiet)
     defects = [f for f in crash_fail if f.kind not in _NOT_DEFECTS]
     if not crash_fail:
         passed: bool | None = True

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from dpref.audit.reports.deadline import tick
+
 __all__ = ["Progress"]
 
 _DELAY_SECONDS = 2.0
@@ -21,6 +23,7 @@ class Progress:
 
     def __init__(self, *, total: int, enabled: bool, unit: str = "it", desc: str = "") -> None:
         self._bar: Any = None
+        tick(0, total=total, unit=unit)  # the run's record, and its time budget
         if enabled:
             try:
                 from tqdm import tqdm
@@ -41,6 +44,7 @@ class Progress:
         """Advance by n."""
         if self._bar is not None:
             self._bar.update(n)
+        tick(n)  # raises OutOfTime when the run's budget is spent (dpref/audit/reports/deadline.py)
 
     def close(self) -> None:
         """Remove the bar."""
