@@ -119,6 +119,9 @@ class ItemLosses:
     certified: bool
     """Every finite U_i comes from an exactly feasible v (else some are floats)."""
     notes: list[str] = field(default_factory=list)
+    vectors: list[FloatArray | None] = field(default_factory=list)
+    """The LP's v per item (on the used columns; ``lp`` only, None where there is none):
+    what :func:`~dpref.audit.rounding.loss_upper_bounds` perturbs."""
 
 
 def item_losses(M: FloatArray, A: FloatArray, delta: Fraction) -> ItemLosses:
@@ -165,6 +168,7 @@ def _lp_losses(
     upper: list[Fraction | None] = []
     duals: list[FloatArray | None] = []
     certified = True
+    vectors: list[FloatArray | None] = [None] * n_items
     rows_idx = np.sort(qr(Mu.T, pivoting=True, mode="r")[1][:rank]) if k else np.zeros(0, int)
     Mi = Mu[rows_idx]
     zero_rows = [t for t in range(T) if not np.any(Mu[t] != 0.0)]
@@ -193,6 +197,7 @@ def _lp_losses(
         if res.status != 0:
             raise ParameterError(f"linprog failed on item {i + 1}: {res.message}")
         v = res.x[:k] - res.x[k:]
+        vectors[i] = np.asarray(v, dtype=np.float64)
         exact = _exact_primal(Mu, A[:, i], delta, v)
         if exact is None:
             certified = False
@@ -211,7 +216,7 @@ def _lp_losses(
             lower[i] = min(u, _exact_dual_bound(Mi, A[rows_idx, i], delta, dual))
         elif u is not None and dual is None:
             lower[i] = u  # zero column of A: the loss is 0 exactly
-    return ItemLosses(upper, lower, "lp", rank, k, certified, notes)
+    return ItemLosses(upper, lower, "lp", rank, k, certified, notes, vectors)
 
 
 def _exact_primal(Mu: FloatArray, a: FloatArray, delta: Fraction, v: FloatArray) -> Fraction | None:

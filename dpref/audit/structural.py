@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -48,7 +48,7 @@ import numpy.typing as npt
 
 from dpref.audit.audit_report import AuditReport
 from dpref.audit.bitlevel import BitChannels
-from dpref.audit.exact_probes import Point, basis_text, verification_points
+from dpref.audit.exact_probes import Point, basis_text, check_points, ladder_points
 from dpref.audit.l1loss import (
     SNAP_MAX_DENOMINATOR,
     SNAP_RELATIVE,
@@ -64,6 +64,14 @@ from dpref.audit.l2loss import (
 )
 from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
+from dpref.audit.rounding import (
+    FLOAT32,
+    FLOAT64,
+    Precision,
+    PrecisionChooser,
+    check_precision,
+    loss_upper_bounds,
+)
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
 from dpref.audit.structural_report import StructuralReport
 from dpref.audit.targets import Finding, seeded
@@ -167,6 +175,10 @@ class Structure:
     """The law of the scripted draws: ``laplace``, ``normal`` or ``none`` (no draw)."""
     checks: int = 0
     """Random verification points (besides the structured streams and the ladder)."""
+    precision: str = "float64"
+    """The precision of the error model the fit was verified in (:mod:`dpref.audit.rounding`)."""
+    precision_source: str = "requested"
+    """How it was chosen (``requested`` or auto-detected, in words)."""
 
 
 def linearity_tolerance(
@@ -178,8 +190,12 @@ def linearity_tolerance(
     A: Any = None,
     M: Any = None,
     c: Any = None,
+    unit: float = _U,
+    tiny: float = _TINY,
 ) -> FloatArray:
-    """Per-output tolerance of ``|y − (A·dx + M·ξ + c)|`` for a linear float64 target.
+    """Per-output tolerance of ``|y − (A·dx + M·ξ + c)|`` for a linear float64 target
+    (``unit``, ``tiny``: another precision's unit roundoff and smallest subnormal, e.g.
+    2⁻²⁴ and 2⁻¹⁴⁹ for float32; :mod:`dpref.audit.rounding`).
 
     A target evaluating a sum of at most n = T + K + 1 products makes an error of at
     most ``γ_n·Σ|terms|`` (``γ_n ≈ n·u``, Higham, *Accuracy and Stability*, §3.1); the
@@ -201,7 +217,7 @@ def linearity_tolerance(
     )
     # an absolute floor for the subnormal range, where each operation's error is up to
     # half the smallest subnormal whatever the magnitudes (the noise ladder probes there)
-    out: FloatArray = 4.0 * (n + 1) * (_U * scale + _TINY)
+    out: FloatArray = 4.0 * (n + 1) * (unit * scale + tiny)
     return out
 
 
@@ -222,13 +238,14 @@ def _same(a: FloatArray, b: FloatArray) -> bool:
 class _Probe:
     """Calls through the runner, checking each call against the first one's draws."""
 
-    def __init__(self, run: Runner, findings: list[Finding]) -> None:
+    def __init__(self, run: Runner, findings: list[Finding], precision: str = "float64") -> None:
         self.run = run
         self.findings = findings
         self.calls = 0
         self.signature: tuple[Any, ...] | None = None
         self.law = "none"
         self.bits = BitChannels()
+        self.chooser = PrecisionChooser(precision)
 
     def __call__(self, x: FloatArray, xi: FloatArray, what: str) -> FloatArray | None:
         self.calls += 1
@@ -263,6 +280,7 @@ class _Probe:
             )
             return None
         self.bits.add(y)
+        self.chooser.see(y)
         return y
 
     def _draw_findings(self, req: Requests, T: int) -> bool:
@@ -335,15 +353,19 @@ def recover_structure(
     *,
     rng: np.random.Generator,
     checks: int = 4,
+    precision: str = "float64",
 ) -> tuple[Structure | None, list[Finding]]:
     """Probe and verify the linear structure of a target at T = ``horizon`` (module doc).
 
     ``run(stream, script) -> (outputs, requests)`` makes one guarded call.  Returns the
-    structure, or None with the findings that make it unavailable.
+    structure, or None with the findings that make it unavailable.  ``precision``
+    (``float64``, ``float32`` or ``auto``, :mod:`dpref.audit.rounding`) is the error
+    model of the linearity check; ``auto`` is float32 while every output seen is a
+    float32 number, and a point passed under float32 is re-judged when it is not.
     """
     T = horizon
     findings: list[Finding] = []
-    probe = _Probe(run, findings)
+    probe = _Probe(run, findings, check_precision(precision))
     base_v, probe_v = _domain_base(domain)
     step = probe_v - base_v
     x0 = np.full(T, base_v)
@@ -375,14 +397,21 @@ def recover_structure(
             return None, findings
         M[:, j] = y - y0
     fit = _Fit(A, M, y0, x0)
-    points = verification_points(domain, x0, M, y0, probe.law, checks, rng)
-    for point in points:
+    for point in check_points(domain, x0, M, probe.law, checks, rng):
+        if not _verify(probe, fit, point, findings):
+            return None, findings
+    now = probe.chooser.current
+    ladder = ladder_points(
+        domain, x0, M, y0, rng, cap=now.output_cap, distinct=now.name != "float64"
+    )
+    for point in ladder:
         if not _verify(probe, fit, point, findings):
             return None, findings
     findings += probe.bits.findings(T)
     if findings:
         return None, findings
-    worst, worst_ratio = fit.worst, fit.worst_ratio
+    chosen = probe.chooser.current
+    worst, worst_ratio, _ = fit.track.get(chosen.name, (0.0, 0.0, None))
     structure = Structure(
         T,
         x0,
@@ -395,6 +424,8 @@ def recover_structure(
         probe.calls,
         probe.law,
         checks,
+        chosen.name,
+        probe.chooser.source,
     )
     return structure, findings
 
@@ -407,8 +438,9 @@ class _Fit:
     M: FloatArray
     c: FloatArray
     base: FloatArray
-    worst: float = 0.0
-    worst_ratio: float = 0.0
+    track: dict[str, tuple[float, float, Finding | None]] = field(default_factory=dict)
+    """Per precision judged: the worst residual, its ratio to the tolerance, and the
+    first point's finding that exceeded it (None: none)."""
 
 
 def _verify(probe: _Probe, fit: _Fit, point: Point, findings: list[Finding]) -> bool:
@@ -426,33 +458,60 @@ def _verify(probe: _Probe, fit: _Fit, point: Point, findings: list[Finding]) -> 
             findings.append(_not_reproducible(y, y2, T, point.what))
             return False
     dx, xi = point.x - fit.base, point.xi
+    chooser = probe.chooser
+    judged = [chooser.current]
+    if chooser.requested == "auto" and chooser.all_float32:
+        judged.append(FLOAT64)  # re-judged in float64 if an output later is not float32
     with np.errstate(over="ignore", invalid="ignore"):
         pred = fit.A @ dx + (fit.M @ xi if xi.size else 0.0) + fit.c
         res = np.abs(y - pred)
-        tol = linearity_tolerance(None, y, dx, xi, A=fit.A, M=fit.M, c=fit.c)
+    for prec in judged:
+        _judge(fit, prec, point.what, y, pred, res, dx, xi)
+    failed = fit.track.get(chooser.current.name, (0.0, 0.0, None))[2]
+    if failed is not None:
+        findings.append(failed)
+        return False
+    return True
+
+
+def _judge(
+    fit: _Fit,
+    prec: Precision,
+    what: str,
+    y: FloatArray,
+    pred: FloatArray,
+    res: FloatArray,
+    dx: FloatArray,
+    xi: FloatArray,
+) -> None:
+    """Compare one point's residual with the tolerance of ``prec``; keep the worst."""
+    T = int(y.size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tol = linearity_tolerance(
+            None, y, dx, xi, A=fit.A, M=fit.M, c=fit.c, unit=prec.u, tiny=prec.tiny
+        )
         ratio = np.where(res == 0, 0.0, res / np.maximum(tol, np.finfo(float).tiny))
     ratio = np.where(np.isfinite(ratio), ratio, np.inf)
     t = int(np.argmax(ratio))
-    if ratio[t] >= fit.worst_ratio:  # the residual where the ratio is worst
-        fit.worst, fit.worst_ratio = float(res[t]), float(ratio[t])
-    if ratio[t] > 1.0:
+    worst, worst_ratio, failed = fit.track.get(prec.name, (0.0, 0.0, None))
+    if ratio[t] >= worst_ratio:  # the residual where the ratio is worst
+        worst, worst_ratio = float(res[t]), float(ratio[t])
+    if ratio[t] > 1.0 and failed is None:
         ladder = (
             " — clipped, rounded, saturated or bounded noise is not the claimed law"
-            if point.what.startswith("noise ladder")
+            if what.startswith("noise ladder")
             else ""
         )
-        findings.append(
-            Finding(
-                "not-linear",
-                f"not linear in its input/noise: on {point.what} output t={t + 1} is "
-                f"{float(y[t])!r} but the linear fit gives {float(pred[t])!r} "
-                f"(residual {res[t]:.3g}, {ratio[t]:.3g} × the rounding tolerance "
-                f"{tol[t]:.3g}){ladder}",
-                T,
-            )
+        where = "" if prec.name == "float64" else f" of {prec.name}"
+        failed = Finding(
+            "not-linear",
+            f"not linear in its input/noise: on {what} output t={t + 1} is "
+            f"{float(y[t])!r} but the linear fit gives {float(pred[t])!r} "
+            f"(residual {res[t]:.3g}, {ratio[t]:.3g} × the rounding tolerance{where} "
+            f"{tol[t]:.3g}){ladder}",
+            T,
         )
-        return False
-    return True
+    fit.track[prec.name] = (worst, worst_ratio, failed)
 
 
 def _not_reproducible(y: FloatArray, y2: FloatArray, T: int, what: str) -> Finding:
@@ -541,6 +600,7 @@ def exact_audit(
     sampled: Any = None,
     timeout: float | None = 60.0,
     memory_limit: int | None = 4 << 30,
+    precision: str = "auto",
 ) -> StructuralReport:
     """The exact privacy loss of a noise-injectable target at T = ``horizon``.
 
@@ -564,8 +624,13 @@ def exact_audit(
     (:class:`~dpref.audit.runners.WorkerRunner`, ``timeout`` seconds per call,
     ``memory_limit`` bytes); a spec is imported only there.  ``runner`` replaces that
     (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.runners`).
+    ``precision`` (``auto``, ``float64``, ``float32``) is the error model of the
+    target's rounding (:mod:`dpref.audit.rounding`); under float32 the report states
+    the rounding slack — an interval holding the loss of every real linear structure
+    the probes allow — and the verdict rests on it.
     """
     start = time.perf_counter()
+    precision = check_precision(precision)
     T = check_int_range("horizon", horizon, 1, MAX_EXACT_HORIZON)
     claimed, claimed_rho, claimed_mu, view = _claims(epsilon, rho, mu, privacy)
     checks = check_int_range("checks", checks, 1, MAX_CHECKS)
@@ -584,7 +649,9 @@ def exact_audit(
     try:
         if isinstance(run, WorkerRunner):
             proto = run.start(T)
-        structure, findings = recover_structure(run, T, dom, rng=rng, checks=checks)
+        structure, findings = recover_structure(
+            run, T, dom, rng=rng, checks=checks, precision=precision
+        )
     except CallFailure as failed:  # the worker could not even be started
         findings = [failed.finding]
     finally:
@@ -606,43 +673,105 @@ def exact_audit(
         if report.privacy == "pure" or lb is not None:
             report.sampled_confidence = float(sampled.confidence)
     if structure is not None:
+        report.precision = structure.precision
+        report.precision_source = structure.precision_source
+        prec = FLOAT64 if structure.precision == "float64" else FLOAT32
         if law == "normal" or (law == "none" and report.privacy != "pure"):
             _fill_gaussian(report, structure, dom.sensitivity)
-            _certify_gaussian(report, structure, dom)
+            _certify_gaussian(report, structure, dom, prec)
         else:
             _fill(report, structure, dom.sensitivity)
-            _certify_laplace(report, structure, dom)
+            _certify_laplace(report, structure, dom, prec)
+        if prec is not FLOAT64:
+            _fill_slack(report, structure, dom, prec)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _certify_gaussian(report: StructuralReport, s: Structure, dom: Domain) -> None:
-    """When μ² exceeds the claim, the rounding-proof lower bound of the deciding item."""
+def _certify_gaussian(
+    report: StructuralReport, s: Structure, dom: Domain, prec: Precision = FLOAT64
+) -> None:
+    """When μ² exceeds the claim, the rounding-proof lower bound of the deciding item
+    (always, under a precision other than float64: the slack's lower end)."""
     claim = report.claimed_mu_squared
-    if claim is None or report.privacy == "pure" or report.mu_item is None:
+    always = prec is not FLOAT64 and report.privacy != "pure"
+    if (claim is None and not always) or report.privacy == "pure" or report.mu_item is None:
         return
-    if not report.mu_infinite and (report.mu_squared is None or report.mu_squared <= claim):
+    exceeds = report.mu_infinite or (
+        report.mu_squared is not None and claim is not None and report.mu_squared > claim
+    )
+    if not exceeds and not always:
         return
     base, probe = _domain_base(dom)
     i = report.mu_item - 1
-    lower, infinite = mu_squared_lower_bound(s.M, s.A[:, i], s.c, dom.sensitivity, probe - base)
+    lower, infinite = mu_squared_lower_bound(
+        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, unit=prec.unit, tiny=prec.tiny
+    )
     report.mu_squared_lower, report.mu_lower_infinite = lower, infinite
 
 
-def _certify_laplace(report: StructuralReport, s: Structure, dom: Domain) -> None:
+def _certify_laplace(
+    report: StructuralReport, s: Structure, dom: Domain, prec: Precision = FLOAT64
+) -> None:
     """When the Laplace loss exceeds the ε claim, the rounding-proof lower bound of the
-    deciding item (:func:`~dpref.audit.l2loss.mu_squared_lower_bound` with ``l1=True``)."""
+    deciding item (:func:`~dpref.audit.l2loss.mu_squared_lower_bound` with ``l1=True``;
+    always, under a precision other than float64: the slack's lower end)."""
     claim = report.claimed
-    if claim is None or report.item is None or report.scope == "unavailable":
+    always = prec is not FLOAT64 and not report.gaussian
+    if (claim is None and not always) or report.item is None or report.scope == "unavailable":
         return
-    if not report.infinite and (report.epsilon is None or report.epsilon <= claim):
+    exceeds = report.infinite or (
+        report.epsilon is not None and claim is not None and report.epsilon > claim
+    )
+    if not exceeds and not always:
         return
     base, probe = _domain_base(dom)
     i = report.item - 1
     lower, infinite = mu_squared_lower_bound(
-        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, l1=True
+        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, l1=True, unit=prec.unit, tiny=prec.tiny
     )
     report.epsilon_lower_rounding, report.epsilon_lower_infinite = lower, infinite
+
+
+def _fill_slack(report: StructuralReport, s: Structure, dom: Domain, prec: Precision) -> None:
+    """The rounding slack of a non-float64 target (:mod:`dpref.audit.rounding`): the
+    interval ``[lower, upper]`` around the loss, and the readable value re-stated within
+    it (the claim when the claim lies inside)."""
+    report.unit_roundoff = prec.unit
+    base, probe = _domain_base(dom)
+    gaussian = report.privacy != "pure"
+    if gaussian and report.gaussian:
+        value, lower, inf = report.mu_squared, report.mu_squared_lower, report.mu_lower_infinite
+        measured, vectors = report.item_mu_squared, None
+    elif not gaussian and not report.gaussian:
+        value, lower = report.epsilon, report.epsilon_lower_rounding
+        inf = report.epsilon_lower_infinite
+        measured, vectors = report.item_epsilons, report.lp_vectors
+    else:
+        return
+    if value is None or inf or lower is None:
+        report.slack_note = "no slack: the loss is infinite"
+        return
+    upper, why = loss_upper_bounds(
+        s.M, s.A, s.c, dom.sensitivity, probe - base, prec, measured,
+        l1=not gaussian, vectors=vectors,
+    )
+    top = None
+    if upper is not None and all(q is not None for q in upper):
+        top = max(q for q in upper if q is not None)
+    report.slack_lower, report.slack_upper = min(lower, value), top
+    report.slack_note = why
+    claim = report.claimed_mu_squared if gaussian else report.claimed
+    hi = top if top is not None else value
+    if claim is not None and report.slack_lower <= claim <= hi:
+        stated = claim
+    else:
+        q = value.limit_denominator(SNAP_MAX_DENOMINATOR)
+        stated = q if report.slack_lower <= q <= hi else stated_epsilon(value, claim)
+    if gaussian:
+        report.mu_squared_stated = stated
+    else:
+        report.epsilon_stated = stated
 
 
 def _fill_common(report: StructuralReport, s: Structure) -> None:
@@ -657,6 +786,7 @@ def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
     _fill_common(report, s)
     report.rank, report.used_draws = losses.rank, losses.used
     report.item_epsilons = list(losses.upper)
+    report.lp_vectors = list(losses.vectors) or None
     report.certified = losses.certified
     report.notes += losses.notes
     report.scope = "exact" if losses.method == "unique" else "upper bound"
