@@ -34,6 +34,7 @@ from dpref.audit.limits import (
     MAX_TIMEOUT,
     MAX_WORKERS,
 )
+from dpref.audit.rounding import add_precision_argument, check_precision_unused
 from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
@@ -182,6 +183,7 @@ def _fill_defaults(args: argparse.Namespace) -> None:
 def _check_audit_options(args: argparse.Namespace) -> None:
     """Every option given to ``dpref audit`` must be used by this run."""
     _check_foreign(args, "audit")
+    check_precision_unused(args)  # --precision: --exact only (dpref/audit/rounding.py)
     blackbox = args.target not in mechanism_names()
     if args.protocol is not None:
         raise ParameterError(
@@ -484,6 +486,7 @@ def add_parser(subparsers: Any) -> None:
         "drawing rng.laplace / rng.normal; callback: f(stream, noise) calling noise(scale, "
         "size) for Laplace noise (default: the target's dpref_noise attribute, else rng)",
     )
+    add_precision_argument(p)  # --exact's float error model (dpref/audit/rounding.py)
     _add_foreign(p, "audit")
     p.set_defaults(func=run_audit)
 
@@ -654,6 +657,7 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         seed=args.seed or 0,
         timeout=args.timeout,
+        precision=args.precision or "auto",
     )
     print(json.dumps(report.as_dict()) if args.json else report.summary())
     return report.exit_code

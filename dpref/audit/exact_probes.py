@@ -177,8 +177,9 @@ def ladder_points(
     return points
 
 
-def basis_text(T: int, K: int, checks: int, law: str) -> str:
-    """What the exactness of the reported loss rests on, in words."""
+def basis_text(T: int, K: int, checks: int, law: str, top: str = "1e300") -> str:
+    """What the exactness of the reported loss rests on, in words (``top``: the largest
+    output magnitude the ladder aimed at)."""
     sym = "standard normal" if law == "normal" else "standard Laplace"
     return (
         f"the loss is exact for y = A·x + M·ξ + c with ξ i.i.d. {sym} (the law dpref "
@@ -186,7 +187,7 @@ def basis_text(T: int, K: int, checks: int, law: str) -> str:
         f"order, scale, law) and outputs linear within float rounding at every probe — "
         f"the fit's {T + K + 2}, {checks} random points (replayed bit for bit), the all-low, "
         f"all-high and alternating streams and all {T} neighbours of all-high (ξ = 0 and "
-        f"random), and noise magnitudes from 1e-310 to 1e300 (clipping, rounding, "
+        f"random), and noise magnitudes from 1e-310 to {top} (clipping, rounding, "
         "saturation or redraws of the noise would show there); zeros of one sign. A "
         "departure at streams or noise values never probed is not excluded"
     )

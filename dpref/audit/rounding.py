@@ -40,19 +40,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from dpref.errors import ParameterError
 from dpref.validation import check_choice
 
 __all__ = [
     "FLOAT32",
     "FLOAT64",
     "PRECISIONS",
+    "PRECISION_HELP",
     "Precision",
     "PrecisionChooser",
+    "add_precision_argument",
     "check_precision",
+    "check_precision_unused",
     "is_float32",
     "loss_upper_bounds",
     "positive_definite",
@@ -161,7 +166,7 @@ def _min_eigen_lower(Mr: FloatArray) -> Fraction | None:
     est = float(np.linalg.eigvalsh(G).min())
     if not est > 0.0:
         return None
-    e = max(0, max((Fraction(v).denominator.bit_length() - 1 for v in Mr.ravel().tolist())))
+    e = max(0, max(Fraction(v).denominator.bit_length() - 1 for v in Mr.ravel().tolist()))
     Mi = [[int(Fraction(v) * 2**e) for v in row] for row in Mr.tolist()]
     Gi = [[sum(p * q for p, q in zip(r1, r2, strict=True)) for r2 in Mi] for r1 in Mi]
     for frac in (0.9, 0.5, 0.1):
@@ -268,3 +273,27 @@ def loss_upper_bounds(
             bound = ((math.sqrt(float((v * v).sum())) + b) ** 2) * _INFLATE**2
         out.append(Fraction(math.nextafter(bound * _INFLATE, math.inf)))
     return out, ""
+
+
+# ------------------------------------------------------------------ CLI hooks
+PRECISION_HELP = (
+    "with --exact: the float precision of the target's rounding error model — auto "
+    "(float32 when every output of every probe is a float32 number, else float64), "
+    "float64 or float32 (unit roundoff 2^-24; the report states the rounding slack of the "
+    "loss and the verdict rests on it); docs/auditing.md §9"
+)
+
+
+def add_precision_argument(p: Any) -> None:
+    """``--precision`` on an argparse parser (``dpref audit``; used by ``--exact``)."""
+    p.add_argument("--precision", choices=list(PRECISIONS), default=None, help=PRECISION_HELP)
+
+
+def check_precision_unused(args: Any) -> None:
+    """``--precision`` given to a run that does not use it (the sampled audit) is an error."""
+    value = getattr(args, "precision", None)
+    if value is not None:
+        raise ParameterError(
+            f"--precision={value}: used only by --exact (the sampled audit compares "
+            "distributions, not float outputs)"
+        )

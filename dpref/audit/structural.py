@@ -48,19 +48,16 @@ import numpy.typing as npt
 
 from dpref.audit.audit_report import AuditReport
 from dpref.audit.bitlevel import BitChannels
-from dpref.audit.exact_probes import Point, basis_text, check_points, ladder_points
+from dpref.audit.exact_probes import Point, check_points, ladder_points
 from dpref.audit.l1loss import (
     SNAP_MAX_DENOMINATOR,
     SNAP_RELATIVE,
     ItemLosses,
     item_losses,
-    stated_epsilon,
 )
 from dpref.audit.l2loss import (
     MAX_GAUSSIAN_EXACT_WORK,
-    ItemMuSquared,
     item_mu_squared,
-    mu_squared_lower_bound,
 )
 from dpref.audit.limits import MAX_CHECKS, MAX_EXACT_HORIZON
 from dpref.audit.recording import PROTOCOLS, Requests, protocol_of
@@ -70,9 +67,16 @@ from dpref.audit.rounding import (
     Precision,
     PrecisionChooser,
     check_precision,
-    loss_upper_bounds,
 )
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
+from dpref.audit.structural_fill import (
+    certify_gaussian,
+    certify_laplace,
+    domain_base,
+    fill,
+    fill_gaussian,
+    fill_slack,
+)
 from dpref.audit.structural_report import StructuralReport
 from dpref.audit.targets import Finding, seeded
 from dpref.domains import Domain, bits
@@ -221,14 +225,6 @@ def linearity_tolerance(
     return out
 
 
-def _domain_base(domain: Domain) -> tuple[float, float]:
-    """x₀ (0 when the domain contains it, else its lower end) and the probe value."""
-    lo, hi = float(domain.lower), float(domain.upper)
-    base = 0.0 if lo <= 0.0 <= hi else lo
-    probe = hi if hi != base else lo
-    return base, probe
-
-
 def _same(a: FloatArray, b: FloatArray) -> bool:
     """The same bits (a replay must reproduce the sign of a zero and a NaN's payload too)."""
     a64, b64 = np.ascontiguousarray(a, np.float64), np.ascontiguousarray(b, np.float64)
@@ -366,7 +362,7 @@ def recover_structure(
     T = horizon
     findings: list[Finding] = []
     probe = _Probe(run, findings, check_precision(precision))
-    base_v, probe_v = _domain_base(domain)
+    base_v, probe_v = domain_base(domain)
     step = probe_v - base_v
     x0 = np.full(T, base_v)
     y0 = probe(x0, np.zeros(0), "x = x₀, ξ = 0")
@@ -677,162 +673,12 @@ def exact_audit(
         report.precision_source = structure.precision_source
         prec = FLOAT64 if structure.precision == "float64" else FLOAT32
         if law == "normal" or (law == "none" and report.privacy != "pure"):
-            _fill_gaussian(report, structure, dom.sensitivity)
-            _certify_gaussian(report, structure, dom, prec)
+            fill_gaussian(report, structure, dom.sensitivity)
+            certify_gaussian(report, structure, dom, prec)
         else:
-            _fill(report, structure, dom.sensitivity)
-            _certify_laplace(report, structure, dom, prec)
+            fill(report, structure, dom.sensitivity)
+            certify_laplace(report, structure, dom, prec)
         if prec is not FLOAT64:
-            _fill_slack(report, structure, dom, prec)
+            fill_slack(report, structure, dom, prec)
     report.seconds = time.perf_counter() - start
     return report
-
-
-def _certify_gaussian(
-    report: StructuralReport, s: Structure, dom: Domain, prec: Precision = FLOAT64
-) -> None:
-    """When μ² exceeds the claim, the rounding-proof lower bound of the deciding item
-    (always, under a precision other than float64: the slack's lower end)."""
-    claim = report.claimed_mu_squared
-    always = prec is not FLOAT64 and report.privacy != "pure"
-    if (claim is None and not always) or report.privacy == "pure" or report.mu_item is None:
-        return
-    exceeds = report.mu_infinite or (
-        report.mu_squared is not None and claim is not None and report.mu_squared > claim
-    )
-    if not exceeds and not always:
-        return
-    base, probe = _domain_base(dom)
-    i = report.mu_item - 1
-    lower, infinite = mu_squared_lower_bound(
-        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, unit=prec.unit, tiny=prec.tiny
-    )
-    report.mu_squared_lower, report.mu_lower_infinite = lower, infinite
-
-
-def _certify_laplace(
-    report: StructuralReport, s: Structure, dom: Domain, prec: Precision = FLOAT64
-) -> None:
-    """When the Laplace loss exceeds the ε claim, the rounding-proof lower bound of the
-    deciding item (:func:`~dpref.audit.l2loss.mu_squared_lower_bound` with ``l1=True``;
-    always, under a precision other than float64: the slack's lower end)."""
-    claim = report.claimed
-    always = prec is not FLOAT64 and not report.gaussian
-    if (claim is None and not always) or report.item is None or report.scope == "unavailable":
-        return
-    exceeds = report.infinite or (
-        report.epsilon is not None and claim is not None and report.epsilon > claim
-    )
-    if not exceeds and not always:
-        return
-    base, probe = _domain_base(dom)
-    i = report.item - 1
-    lower, infinite = mu_squared_lower_bound(
-        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, l1=True, unit=prec.unit, tiny=prec.tiny
-    )
-    report.epsilon_lower_rounding, report.epsilon_lower_infinite = lower, infinite
-
-
-def _fill_slack(report: StructuralReport, s: Structure, dom: Domain, prec: Precision) -> None:
-    """The rounding slack of a non-float64 target (:mod:`dpref.audit.rounding`): the
-    interval ``[lower, upper]`` around the loss, and the readable value re-stated within
-    it (the claim when the claim lies inside)."""
-    report.unit_roundoff = prec.unit
-    base, probe = _domain_base(dom)
-    gaussian = report.privacy != "pure"
-    if gaussian and report.gaussian:
-        value, lower, inf = report.mu_squared, report.mu_squared_lower, report.mu_lower_infinite
-        measured, vectors = report.item_mu_squared, None
-    elif not gaussian and not report.gaussian:
-        value, lower = report.epsilon, report.epsilon_lower_rounding
-        inf = report.epsilon_lower_infinite
-        measured, vectors = report.item_epsilons, report.lp_vectors
-    else:
-        return
-    if value is None or inf or lower is None:
-        report.slack_note = "no slack: the loss is infinite"
-        return
-    upper, why = loss_upper_bounds(
-        s.M, s.A, s.c, dom.sensitivity, probe - base, prec, measured,
-        l1=not gaussian, vectors=vectors,
-    )
-    top = None
-    if upper is not None and all(q is not None for q in upper):
-        top = max(q for q in upper if q is not None)
-    report.slack_lower, report.slack_upper = min(lower, value), top
-    report.slack_note = why
-    claim = report.claimed_mu_squared if gaussian else report.claimed
-    hi = top if top is not None else value
-    if claim is not None and report.slack_lower <= claim <= hi:
-        stated = claim
-    else:
-        q = value.limit_denominator(SNAP_MAX_DENOMINATOR)
-        stated = q if report.slack_lower <= q <= hi else stated_epsilon(value, claim)
-    if gaussian:
-        report.mu_squared_stated = stated
-    else:
-        report.epsilon_stated = stated
-
-
-def _fill_common(report: StructuralReport, s: Structure) -> None:
-    report.basis = basis_text(s.horizon, int(s.M.shape[1]), s.checks, s.law)
-    report.draws = int(s.M.shape[1])
-    report.distinct_scales = sorted({float(b) for b in s.scales.tolist()})
-    report.residual, report.residual_ratio, report.calls = s.residual, s.residual_ratio, s.calls
-
-
-def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
-    losses = item_losses(s.M, s.A, delta)
-    _fill_common(report, s)
-    report.rank, report.used_draws = losses.rank, losses.used
-    report.item_epsilons = list(losses.upper)
-    report.lp_vectors = list(losses.vectors) or None
-    report.certified = losses.certified
-    report.notes += losses.notes
-    report.scope = "exact" if losses.method == "unique" else "upper bound"
-    inf = [i for i, u in enumerate(losses.upper) if u is None]
-    if inf:
-        report.infinite = True
-        report.item = inf[0] + 1
-        return
-    finite = [u for u in losses.upper if u is not None]
-    top = max(finite)
-    i = finite.index(top)
-    report.item = i + 1
-    report.epsilon = top
-    report.epsilon_lower = max(q for q in losses.lower if q is not None)
-    report.epsilon_stated = stated_epsilon(top, report.claimed)
-
-
-def _fill_gaussian(report: StructuralReport, s: Structure, delta: Fraction) -> None:
-    """The exact μ of normal draws; in the pure view also the pure loss (0 or ∞)."""
-    mus: ItemMuSquared = item_mu_squared(s.M, s.A, delta)
-    _fill_common(report, s)
-    report.rank, report.used_draws, report.free_draws = mus.rank, mus.used, mus.free
-    report.mu_method = mus.method
-    report.item_mu_squared = list(mus.mu_squared)
-    report.scope = "exact"
-    report.certified = True
-    inf = [i for i, q in enumerate(mus.mu_squared) if q is None]
-    if inf:
-        report.mu_infinite = True
-        report.mu_item = inf[0] + 1
-    else:
-        finite = [q for q in mus.mu_squared if q is not None]
-        top = max(finite)
-        report.mu_item = finite.index(top) + 1
-        report.mu_squared = top
-        report.mu_squared_stated = stated_epsilon(top, report.claimed_mu_squared)
-    # the pure view: a shift v ≠ 0 of standard normal noise has an unbounded density
-    # ratio, and an uncovered shift is infinite too, so ε_i is 0 exactly when item i
-    # moves no output, else ∞
-    moves = [bool(np.any(s.A[:, i] != 0.0)) for i in range(s.A.shape[1])]
-    report.item_epsilons = [None if m else Fraction(0) for m in moves]
-    if report.privacy == "pure":
-        report.infinite = any(moves)
-        report.item = moves.index(True) + 1 if any(moves) else 1
-        if not report.infinite:
-            report.epsilon = report.epsilon_lower = report.epsilon_stated = Fraction(0)
-    else:
-        report.infinite = report.mu_infinite
-        report.item = report.mu_item

@@ -373,7 +373,8 @@ class StructuralReport:
             f"{self.used_draws} reach the outputs, rank M = {self.rank}; A is "
             f"{self.horizon}×{self.horizon}",
             f"linearity   verified on structured and random streams, random {ξ} and a noise "
-            f"ladder 1e-310..1e300: worst residual {self.residual_ratio:.3g} × the rounding "
+            f"ladder 1e-310..{'1e36' if self.slack else '1e300'}: worst residual "
+            f"{self.residual_ratio:.3g} × the {'float32 ' if self.slack else ''}rounding "
             f"tolerance; reproducible; {self.calls} calls",
         ]
 
@@ -391,7 +392,7 @@ class StructuralReport:
         value = (
             _show(stated)
             if stated == self.mu_squared
-            else f"{_show(stated)} (to 10⁻¹²; exactly {_show(self.mu_squared)})"
+            else f"{_show(stated)} ({self._near}; exactly {_show(self.mu_squared)})"
         )
         rho = self.rho
         assert rho is not None and stated is not None
@@ -426,7 +427,7 @@ class StructuralReport:
         value = (
             f"{_show(stated)}"
             if stated == self.epsilon
-            else (f"{_show(stated)} (to 10⁻¹²; exactly {_show(self.epsilon)})")
+            else (f"{_show(stated)} ({self._near}; exactly {_show(self.epsilon)})")
         )
         lines = [f"{kind} ε = {value}{where}"]
         if self.gaussian:
@@ -444,12 +445,18 @@ class StructuralReport:
             )
         return lines
 
+    @property
+    def _near(self) -> str:
+        """How close the readable value is to the exact one."""
+        return f"within the {self.precision} slack" if self.slack else "to 10⁻¹²"
+
     def _slack_lines(self) -> list[str]:
         """The precision and the rounding slack (non-float64 precision only)."""
         if not self.slack:
             return []
         u = self.unit_roundoff
-        unit = f"2⁻{u.denominator.bit_length() - 1}" if u is not None else "?"
+        sup = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+        unit = f"2⁻{str(u.denominator.bit_length() - 1).translate(sup)}" if u else "?"
         lines = [
             f"precision   {self.precision} (unit roundoff u = {unit}; {self.precision_source})"
         ]
