@@ -54,6 +54,7 @@ from dpref.audit.l1loss import (
     SNAP_RELATIVE,
     ItemLosses,
     item_losses,
+    stated_epsilon,
 )
 from dpref.audit.l2loss import (
     MAX_GAUSSIAN_EXACT_WORK,
@@ -104,6 +105,7 @@ __all__ = [
     "linearity_tolerance",
     "mechanism_target",
     "recover_structure",
+    "stated_epsilon",
 ]
 
 FloatArray = npt.NDArray[np.float64]

@@ -13,7 +13,8 @@ prefix differences and the outputs float32 sums, returned as a float32 array.
 * ``gaussian_sigma_over_sqrt2`` — σ/√2: μ² = 2 (a violation of ρ = 1/2);
 * ``laplace_ok`` — Laplace node noise of scale b = L/ε, ε = 3/10: ε up to float32
   rounding;
-* ``laplace_half_scale`` — b/2: ε = 3/5 (a violation of ε = 3/10).
+* ``laplace_half_scale`` — b/2: ε = 3/5 (a violation of ε = 3/10);
+* ``gaussian_clipped`` — the noise clipped at ±4σ: not linear (a finding, not a loss).
 """
 
 from __future__ import annotations
@@ -81,3 +82,12 @@ def laplace_ok(stream: Any, rng: Any) -> Any:
 def laplace_half_scale(stream: Any, rng: Any) -> Any:
     """b/2 per node: ε = 3/5."""
     return _laplace(stream, rng, 2.0)
+
+
+def gaussian_clipped(stream: Any, rng: Any) -> Any:
+    """Correct σ, but the float32 noise is clipped at ±4σ (bounded noise: not the normal
+    law; the exact audit must not accept it as linear)."""
+    T = len(stream)
+    sigma = np.float32(math.sqrt(_levels(T) / (2 * RHO)))
+    z = rng.normal(0.0, sigma, size=T).astype(np.float32)
+    return _tree(stream, np.clip(z, -4 * sigma, 4 * sigma).astype(np.float32))
