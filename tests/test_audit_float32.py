@@ -203,9 +203,45 @@ def test_cli_exact_float32(capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(capsys.readouterr().out)
     assert d["verdict"] == "violation" and d["precision"] == "float32"
     assert Fraction(d["rounding_slack"]["lower"]) > 1
-    assert main([*argv, "--horizon", "4", "--precision", "float64"]) == 3
-    assert "not-linear" in capsys.readouterr().out
     assert (
         main(["audit", "binary", "--rho", "1/2", "--horizon", "4", "--precision", "float32"]) == 2
     )
     assert "--precision=float32: used only by --exact" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ golden run
+GOLDEN32 = str(HERE / "targets" / "float32_golden.py")
+
+
+def test_golden_run_float32_preset() -> None:
+    """A float32 implementation fails the float64 preset (rtol = 1e-12), matches every
+    Honaker vector under the float32 bound, and a doubled node noise still fails it."""
+    import float32_golden as g
+
+    from dpref.audit.golden_run import _first_wrong, float32_bound, run_golden, select_vectors
+    from dpref.golden import load_shipped
+
+    sel = {"mechanism": "honaker", "case": "honaker[T=16]*e*"}  # 8 vectors
+    vecs = select_vectors(load_shipped(), **sel)
+    caught = 0
+    for vec in vecs:  # in this process: the float64 rule refuses the float32 outputs,
+        # the float32 bound takes them, and refuses a doubled node noise
+        got = np.asarray(g.float32_release(vec["stream"], vec["noise"], vec), dtype=float)
+        assert _first_wrong(vec, got, 1e-12, 1e-9, True) is not None
+        assert _first_wrong(vec, got, 1e-12, 1e-9, True, "float32") is None
+        bad = np.asarray(g.float32_node0_doubled(vec["stream"], vec["noise"], vec), float)
+        wrong = _first_wrong(vec, bad, 1e-12, 1e-9, True, "float32")
+        if float(vec["noise"][0]) != 0.0:  # doubling a zero changes nothing
+            assert wrong is not None and "float32 bound" in wrong.rule
+            caught += 1
+    assert caught >= 5
+    as32 = run_golden(f"{GOLDEN32}:float32_release", precision="float32", **sel)
+    assert as32.ok and as32.vectors == len(vecs) >= 5  # end to end, in the worker
+    assert as32.as_dict()["precision"] == "float32"
+    assert "tolerance: float32 bound" in as32.text()
+    vec = vecs[0]
+    bound = float32_bound(vec)  # a float32 bound: about 1e-6 of the outputs, not 1e-12
+    scale = np.abs(np.array([float(Fraction(s)) for s in vec["outputs_exact"]])).max()
+    assert 1e-9 * scale < bound.max() < 1e-3 * scale
+    with pytest.raises(ParameterError, match="precision='float16'"):
+        run_golden(f"{GOLDEN32}:float32_release", precision="float16", **sel)
