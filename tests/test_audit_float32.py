@@ -245,3 +245,14 @@ def test_golden_run_float32_preset() -> None:
     assert 1e-9 * scale < bound.max() < 1e-3 * scale
     with pytest.raises(ParameterError, match="precision='float16'"):
         run_golden(f"{GOLDEN32}:float32_release", precision="float16", **sel)
+
+
+def test_float32_laplace_lp_case_has_a_tight_slack() -> None:
+    """Dependent noise (Honaker: 2T − 1 nodes): ε is an LP optimum; its slack uses the
+    LP's primal (upper end) and dual (lower end) and holds the claim."""
+    r = _audit(f32.honaker_laplace, 8, epsilon=Fraction(3, 10))
+    assert r.scope == "upper bound" and r.precision == "float32"
+    assert r.verdict == "no-violation-found" and r.epsilon_stated == Fraction(3, 10)
+    lo, hi = r.slack_lower, r.slack_upper
+    assert lo is not None and hi is not None and lo <= Fraction(3, 10) <= hi
+    assert hi - lo < Fraction(3, 10) * Fraction(1, 100)

@@ -122,6 +122,10 @@ class ItemLosses:
     vectors: list[FloatArray | None] = field(default_factory=list)
     """The LP's v per item (on the used columns; ``lp`` only, None where there is none):
     what :func:`~dpref.audit.rounding.loss_upper_bounds` perturbs."""
+    duals: list[FloatArray | None] = field(default_factory=list)
+    """The LP's dual u per item (length T, 0 off the rows the LP kept; ``lp`` only): a
+    candidate for the rounding-proof lower bound
+    (:func:`~dpref.audit.l2loss.mu_squared_lower_bound`)."""
 
 
 def item_losses(M: FloatArray, A: FloatArray, delta: Fraction) -> ItemLosses:
@@ -169,6 +173,7 @@ def _lp_losses(
     duals: list[FloatArray | None] = []
     certified = True
     vectors: list[FloatArray | None] = [None] * n_items
+    full_duals: list[FloatArray | None] = [None] * n_items
     rows_idx = np.sort(qr(Mu.T, pivoting=True, mode="r")[1][:rank]) if k else np.zeros(0, int)
     Mi = Mu[rows_idx]
     zero_rows = [t for t in range(T) if not np.any(Mu[t] != 0.0)]
@@ -206,6 +211,9 @@ def _lp_losses(
         else:
             upper.append(exact)
         duals.append(np.asarray(res.eqlin.marginals, dtype=np.float64))
+        full = np.zeros(T)
+        full[rows_idx] = duals[-1]
+        full_duals[i] = full
     # a dual certificate for the items attaining the maximum; 0 (trivially valid) elsewhere
     lower: list[Fraction | None] = [None if u is None else Fraction(0) for u in upper]
     finite = [u for u in upper if u is not None]
@@ -216,7 +224,7 @@ def _lp_losses(
             lower[i] = min(u, _exact_dual_bound(Mi, A[rows_idx, i], delta, dual))
         elif u is not None and dual is None:
             lower[i] = u  # zero column of A: the loss is 0 exactly
-    return ItemLosses(upper, lower, "lp", rank, k, certified, notes, vectors)
+    return ItemLosses(upper, lower, "lp", rank, k, certified, notes, vectors, full_duals)
 
 
 def _exact_primal(Mu: FloatArray, a: FloatArray, delta: Fraction, v: FloatArray) -> Fraction | None:

@@ -277,6 +277,7 @@ def mu_squared_lower_bound(
     l1: bool = False,
     unit: Fraction = Fraction(1, 2**53),
     tiny: float = 0.0,
+    extra: tuple[FloatArray, ...] = (),
 ) -> tuple[Fraction, bool]:
     """A lower bound on item i's μ_i² that survives the rounding of the probed structure.
 
@@ -302,7 +303,8 @@ def mu_squared_lower_bound(
     ``unit`` is the target's unit roundoff (2⁻²⁴ for a float32 target) and ``tiny`` the
     absolute error floor per output of :mod:`dpref.audit.rounding` (0: none, the float64
     default); the box then widens by ``8·(n + 1)·tiny`` per entry of M and
-    ``Δ·8·(n + 1)·tiny/|step|`` per entry of d."""
+    ``Δ·8·(n + 1)·tiny/|step|`` per entry of d.  ``extra``: more candidate u (e.g. the
+    LP's dual for ``l1``), tried with both signs."""
     T, K = M.shape
     gamma = probe_gamma(T, K, unit)
     s = abs(Fraction(step))
@@ -315,7 +317,9 @@ def mu_squared_lower_bound(
     ]
     d_float = float(delta) * a_col.astype(np.float64)
     best: tuple[Fraction, bool] = (Fraction(0), False)
-    for u_f in _dual_candidates(M, d_float, l1):
+    candidates = _dual_candidates(M, d_float, l1)
+    candidates += [sign * np.asarray(u, dtype=np.float64) for u in extra for sign in (1.0, -1.0)]
+    for u_f in candidates:
         if not np.all(np.isfinite(u_f)):
             continue
         u = [Fraction(float(v)) for v in u_f]

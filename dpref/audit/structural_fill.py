@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpref.audit.exact_probes import basis_text
-from dpref.audit.l1loss import SNAP_MAX_DENOMINATOR, item_losses, stated_epsilon
+from dpref.audit.l1loss import item_losses, stated_epsilon
 from dpref.audit.l2loss import ItemMuSquared, item_mu_squared, mu_squared_lower_bound
 from dpref.audit.rounding import FLOAT64, Precision, loss_upper_bounds
 from dpref.audit.structural_report import StructuralReport
@@ -21,6 +21,9 @@ from dpref.domains import Domain
 
 if TYPE_CHECKING:
     from dpref.audit.structural import Structure
+
+STATED_MAX_DENOMINATOR = 100
+"""Largest denominator of the readable loss stated within a float32 slack."""
 
 __all__ = [
     "certify_gaussian",
@@ -79,8 +82,17 @@ def certify_laplace(
         return
     base, probe = domain_base(dom)
     i = report.item - 1
+    dual = report.lp_duals[i] if report.lp_duals is not None else None
     lower, infinite = mu_squared_lower_bound(
-        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, l1=True, unit=prec.unit, tiny=prec.tiny
+        s.M,
+        s.A[:, i],
+        s.c,
+        dom.sensitivity,
+        probe - base,
+        l1=True,
+        unit=prec.unit,
+        tiny=prec.tiny,
+        extra=() if dual is None or prec is FLOAT64 else (dual,),
     )
     report.epsilon_lower_rounding, report.epsilon_lower_infinite = lower, infinite
 
@@ -123,12 +135,16 @@ def fill_slack(report: StructuralReport, s: Structure, dom: Domain, prec: Precis
     report.slack_note = why
     claim = report.claimed_mu_squared if gaussian else report.claimed
     hi = top if top is not None else value
-    stated: Fraction | None
+    # the claim when the slack holds it; else a rational with denominator ≤ 100 within
+    # 4u (relative) of the value — what rounding the target's own scales to the precision
+    # moves a loss by — else the float64 rule.  (Not "any small rational in the slack":
+    # a float32 slack holds many, and stating one would claim digits not established.)
+    stated: Fraction | None = stated_epsilon(value, claim)
+    q = value.limit_denominator(STATED_MAX_DENOMINATOR)
     if claim is not None and lo <= claim <= hi:
         stated = claim
-    else:
-        q = value.limit_denominator(SNAP_MAX_DENOMINATOR)
-        stated = q if lo <= q <= hi else stated_epsilon(value, claim)
+    elif abs(q - value) <= 4 * prec.unit * value:
+        stated = q
     if gaussian:
         report.mu_squared_stated = stated
     else:
@@ -149,6 +165,7 @@ def fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
     report.rank, report.used_draws = losses.rank, losses.used
     report.item_epsilons = list(losses.upper)
     report.lp_vectors = list(losses.vectors) or None
+    report.lp_duals = list(losses.duals) or None
     report.certified = losses.certified
     report.notes += losses.notes
     report.scope = "exact" if losses.method == "unique" else "upper bound"

@@ -139,6 +139,8 @@ class StructuralReport:
     """Why the upper slack was not certified (empty when it was)."""
     lp_vectors: list[Any] | None = None
     """The LP's v per item (Laplace draws, dependent columns), for the slack."""
+    lp_duals: list[Any] | None = None
+    """The LP's dual u per item (Laplace draws, dependent columns), for the slack."""
 
     @property
     def slack(self) -> bool:

@@ -14,7 +14,8 @@ prefix differences and the outputs float32 sums, returned as a float32 array.
 * ``laplace_ok`` — Laplace node noise of scale b = L/ε, ε = 3/10: ε up to float32
   rounding;
 * ``laplace_half_scale`` — b/2: ε = 3/5 (a violation of ε = 3/10);
-* ``gaussian_clipped`` — the noise clipped at ±4σ: not linear (a finding, not a loss).
+* ``gaussian_clipped`` — the noise clipped at ±4σ: not linear (a finding, not a loss);
+* ``honaker_laplace`` — dpref's Laplace Honaker plan in float32 (dependent noise: an LP).
 """
 
 from __future__ import annotations
@@ -91,3 +92,17 @@ def gaussian_clipped(stream: Any, rng: Any) -> Any:
     sigma = np.float32(math.sqrt(_levels(T) / (2 * RHO)))
     z = rng.normal(0.0, sigma, size=T).astype(np.float32)
     return _tree(stream, np.clip(z, -4 * sigma, 4 * sigma).astype(np.float32))
+
+
+def honaker_laplace(stream: Any, rng: Any) -> Any:
+    """dpref's Laplace Honaker plan (ε = 3/10) evaluated in float32, ``y = R·(A·x + z)``:
+    2T − 1 nodes for T outputs, so the exact ε is a linear programme (dependent noise)."""
+    import dpref
+
+    T = len(stream)
+    plan = dpref.Honaker(epsilon=EPSILON, horizon=T).plan(T)
+    A = plan.A().toarray().astype(np.float32)
+    R = plan.R().toarray().astype(np.float32)
+    z = rng.laplace(0.0, plan.scales).astype(np.float32)
+    out = R @ (A @ np.asarray(stream, dtype=np.float32) + z)
+    return out
