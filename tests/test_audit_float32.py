@@ -34,14 +34,13 @@ from dpref.audit.runners import InProcessRunner
 from dpref.cli import main
 from dpref.errors import ParameterError
 
-sys.path.insert(0, str(Path(__file__).parent / "targets"))
 sys.path.insert(0, str(Path(__file__).parent))
-import float32_tree as f32
+import float32_targets as f32
 import injectable_gaussian_targets as ig
 
 HERE = Path(__file__).parent
 
-SPEC = str(HERE / "targets" / "float32_tree.py")
+SPEC = str(HERE / "float32_targets.py")
 HALF = Fraction(1, 2)
 
 
@@ -210,13 +209,13 @@ def test_cli_exact_float32(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # ------------------------------------------------------------------ golden run
-GOLDEN32 = str(HERE / "targets" / "float32_golden.py")
+GOLDEN32 = str(HERE / "float32_golden_targets.py")
 
 
 def test_golden_run_float32_preset() -> None:
     """A float32 implementation fails the float64 preset (rtol = 1e-12), matches every
     Honaker vector under the float32 bound, and a doubled node noise still fails it."""
-    import float32_golden as g
+    import float32_golden_targets as g
 
     from dpref.audit.golden_run import _first_wrong, float32_bound, run_golden, select_vectors
     from dpref.golden import load_shipped

@@ -277,7 +277,7 @@ def loss_upper_bounds(
 
 # ------------------------------------------------------------------ CLI hooks
 PRECISION_HELP = (
-    "with --exact: the float precision of the target's rounding error model — auto "
+    "with --exact: the float precision of the target's rounding error model — auto, the default "
     "(float32 when every output of every probe is a float32 number, else float64), "
     "float64 or float32 (unit roundoff 2^-24; the report states the rounding slack of the "
     "loss and the verdict rests on it); docs/auditing.md §9"

@@ -266,7 +266,7 @@ class StructuralReport:
             what = "2ρ" if self.privacy == "zcdp" else "μ²" if self.privacy == "gdp" else "ε"
             return (
                 f"holds up to {self.precision} rounding: the claimed {what} lies within the "
-                "rounding slack of the loss (see the rounding line)"
+                "rounding slack of the loss (see the slack line)"
             )
         return text
 

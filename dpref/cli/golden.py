@@ -124,7 +124,8 @@ def add_parser(subparsers: Any) -> None:
         choices=["float64", "float32"],
         default="float64",
         help="tolerance preset: float64 (--rtol/--atol, bit-exact where exact_in_float) or "
-        "float32 (a rigorous float32 rounding bound per output, nothing bit-exact)",
+        "float32 (a rigorous float32 rounding bound per output, nothing bit-exact); default "
+        "float64",
     )
     r.add_argument(
         "--no-exact",
