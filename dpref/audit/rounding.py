@@ -26,8 +26,9 @@ is an interval ``[lower, upper]`` that contains the loss of every real structure
 box: ``lower`` from a dual certificate (:func:`~dpref.audit.l2loss.mu_squared_lower_bound`,
 which a violation rests on), ``upper`` from :func:`loss_upper_bounds` — a primal
 perturbation bound that needs M (on its noisy outputs) to have full row rank, certified
-exactly.  An output that is exactly 0 at every fit probe is taken as the zero function
-(no subnormal floor there).
+by a float Cholesky with Demmel's backward-error bound (:func:`min_eigen_lower`).  An
+output that is exactly 0 at every fit probe is taken as the zero function (no subnormal
+floor there).
 
 **Detection** (``precision="auto"``): the audit uses float32 when every output of every
 probe is exactly a float32 number (a float32 array converted to float64 is; a float64
@@ -60,7 +61,7 @@ __all__ = [
     "check_precision_unused",
     "is_float32",
     "loss_upper_bounds",
-    "positive_definite",
+    "min_eigen_lower",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -142,55 +143,67 @@ class PrecisionChooser:
         return "auto-detected: some output is not a float32 number"
 
 
-# --------------------------------------------------------------- exact checks
-def positive_definite(G: list[list[int]]) -> bool:
-    """Whether the symmetric integer matrix G is positive definite, exactly: Bareiss's
-    fraction-free elimination gives its leading principal minors (Sylvester's criterion)."""
-    n = len(G)
-    a = [row[:] for row in G]
-    prev = 1
-    for k in range(n):
-        if a[k][k] <= 0:
-            return False
-        for i in range(k + 1, n):
-            for j in range(k + 1, n):
-                a[i][j] = (a[i][j] * a[k][k] - a[i][k] * a[k][j]) // prev
-        prev = a[k][k]
-    return True
-
-
-def _min_eigen_lower(Mr: FloatArray) -> Fraction | None:
-    """A rational λ > 0 with ``λ_min(Mr·Mrᵀ) ≥ λ``, certified exactly; None when none of
-    the candidates (fractions of the float estimate) is certified."""
-    G = Mr @ Mr.T
-    est = float(np.linalg.eigvalsh(G).min())
-    if not est > 0.0:
-        return None
-    e = max(0, max(Fraction(v).denominator.bit_length() - 1 for v in Mr.ravel().tolist()))
-    Mi = [[int(Fraction(v) * 2**e) for v in row] for row in Mr.tolist()]
-    Gi = [[sum(p * q for p, q in zip(r1, r2, strict=True)) for r2 in Mi] for r1 in Mi]
-    for frac in (0.9, 0.5, 0.1):
-        lam = Fraction(est * frac).limit_denominator(2**40)
-        if lam <= 0:
-            return None
-        scale = lam.denominator
-        shift = lam.numerator * 2 ** (2 * e)
-        H = [
-            [g * scale - (shift if i == j else 0) for j, g in enumerate(row)]
-            for i, row in enumerate(Gi)
-        ]
-        if positive_definite(H):
-            return lam
-    return None
-
-
 _INFLATE = 1.0 + 2.0**-30
 """Factor covering the float64 rounding of our own bound arithmetic: each bound is a
 chain of at most 10⁶ operations on non-negative numbers (and ``sqrt``), whose relative
 error is below 10⁶·2⁻⁵³ < 2⁻³⁰."""
-MAX_SLACK_OUTPUTS = 256
-"""Most noisy outputs for which the upper slack is certified (the exact positive
-definiteness check is cubic in them, on big integers)."""
+
+
+# ------------------------------------------------- a certified eigenvalue bound
+def _cholesky_succeeds(B: FloatArray) -> bool:
+    """Whether the (right-looking, unpivoted) float64 Cholesky of B meets only positive
+    pivots."""
+    L = np.array(B, dtype=np.float64, copy=True)
+    n = L.shape[0]
+    for k in range(n):
+        p = float(L[k, k])
+        if not p > 0.0:
+            return False
+        r = math.sqrt(p)
+        col = L[k + 1 :, k] / r
+        L[k + 1 :, k] = col
+        L[k + 1 :, k + 1 :] -= np.outer(col, col)
+    return True
+
+
+def min_eigen_lower(Mr: FloatArray) -> Fraction | None:
+    """A rational λ > 0 with ``λ_min(Mr·Mrᵀ) ≥ λ``, rigorously; None when none of the
+    candidates (0.9, 0.5, 0.1 of the float estimate) can be certified.
+
+    With ``G̃ = fl(Mr·Mrᵀ)`` (``|G̃ − G| ≤ γ_k·|Mr|·|Mr|ᵀ``, k columns, any summation
+    order) and ``B = fl(G̃ − λ·I)``: if the float Cholesky of B meets only positive
+    pivots, ``B + ΔB = R̃ᵀR̃`` with ``|ΔB| ≤ γ_{n+1}·d·dᵀ``, ``d_i = √b_ii`` (Demmel;
+    Higham, *Accuracy and Stability*, Thm 10.3 and §10.1.1), so ``λ_min(B) ≥ −γ_{n+1}·tr B``
+    and ``λ_min(G) ≥ λ − γ_{n+1}·tr B − u·max|b_ii| − ‖G̃ − G‖_F`` (the middle term: the
+    rounding of the shift).  The γ's are taken as ``2m·u`` (``m·u < 1/2``), and every
+    float of the bound rounded the safe way."""
+    n, k = Mr.shape
+    u = 2.0**-53
+    if 2 * (max(n, k) + 1) * u >= 0.5:
+        return None
+    G = Mr @ Mr.T
+    absM = np.abs(Mr)
+    eg = 2.0 * (k + 1) * u * (absM @ absM.T)
+    eg_norm = math.sqrt(float((eg * eg).sum())) * _INFLATE
+    est = float(np.linalg.eigvalsh(G).min())
+    if not est > 0.0:
+        return None
+    for frac in (0.9, 0.5, 0.1):
+        lam = est * frac
+        B = G - lam * np.eye(n)
+        if not _cholesky_succeeds(B):
+            continue
+        diag = np.abs(np.diag(B))
+        loss = (2.0 * (n + 2) * u * float(diag.sum()) + u * float(diag.max()) + eg_norm) * _INFLATE
+        bound = lam * (1.0 - 2.0**-50) - loss
+        if bound > 0.0:
+            return Fraction(math.nextafter(bound, 0.0))
+    return None
+
+
+MAX_SLACK_OUTPUTS = 4096
+"""Most noisy outputs for which the upper slack is certified (the eigenvalue bound is
+a dense n × n Cholesky)."""
 
 
 def loss_upper_bounds(
@@ -215,7 +228,7 @@ def loss_upper_bounds(
     and ``‖w‖₂ ≤ ‖r‖₂/σ_min(M*)`` exists when M* has full row rank; ``v + w`` is feasible
     for the real structure, so ``μ_i ≤ ‖v‖₂ + ‖r‖₂/σ`` and ``ε_i ≤ ‖v‖₁ + √k·‖r‖₂/σ``
     (k used draws), with ``σ ≥ σ_min(M) − ‖M* − M‖_F`` (Weyl) and ``σ_min(M)²`` bounded
-    below by an exactly certified eigenvalue bound (:func:`positive_definite`).  v is
+    below by a certified eigenvalue bound (:func:`min_eigen_lower`).  v is
     the least-norm solution (``l1``: ``vectors[i]``, the LP's, when given)."""
     T, K = M.shape
     used = [j for j in range(K) if np.any(M[:, j] != 0.0)]
@@ -232,7 +245,7 @@ def loss_upper_bounds(
     if rows.size > MAX_SLACK_OUTPUTS:
         return None, f"more than {MAX_SLACK_OUTPUTS} noisy outputs"
     Mr = Mu[rows]
-    lam = _min_eigen_lower(Mr)
+    lam = min_eigen_lower(Mr)
     if lam is None:
         return None, "M's full row rank could not be certified"
     u64 = 2.0**-53
