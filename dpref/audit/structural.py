@@ -185,6 +185,9 @@ class Structure:
     """The precision of the error model the fit was verified in (:mod:`dpref.audit.rounding`)."""
     precision_source: str = "requested"
     """How it was chosen (``requested`` or auto-detected, in words)."""
+    ladder_cap: float = 1e300
+    """The output magnitude the noise ladder was capped at (1e36 when it was built under
+    float32)."""
 
 
 def linearity_tolerance(
@@ -424,6 +427,7 @@ def recover_structure(
         checks,
         chosen.name,
         probe.chooser.source,
+        now.output_cap,
     )
     return structure, findings
 

@@ -152,7 +152,9 @@ def fill_slack(report: StructuralReport, s: Structure, dom: Domain, prec: Precis
 
 
 def _fill_common(report: StructuralReport, s: Structure) -> None:
-    top = "1e300" if s.precision == "float64" else "outputs of about 1e36"
+    cap = f"{s.ladder_cap:.0e}".replace("e+", "e")
+    top = "1e300" if s.ladder_cap >= 1e300 else f"outputs of about {cap}"
+    report.ladder_top = cap
     report.basis = basis_text(s.horizon, int(s.M.shape[1]), s.checks, s.law, top)
     report.draws = int(s.M.shape[1])
     report.distinct_scales = sorted({float(b) for b in s.scales.tolist()})

@@ -139,6 +139,8 @@ class StructuralReport:
     """Why the upper slack was not certified (empty when it was)."""
     lp_vectors: list[Any] | None = None
     """The LP's v per item (Laplace draws, dependent columns), for the slack."""
+    ladder_top: str = "1e300"
+    """The output magnitude the noise ladder reached (``1e36`` under float32)."""
     lp_duals: list[Any] | None = None
     """The LP's dual u per item (Laplace draws, dependent columns), for the slack."""
 
@@ -375,7 +377,7 @@ class StructuralReport:
             f"{self.used_draws} reach the outputs, rank M = {self.rank}; A is "
             f"{self.horizon}×{self.horizon}",
             f"linearity   verified on structured and random streams, random {ξ} and a noise "
-            f"ladder 1e-310..{'1e36' if self.slack else '1e300'}: worst residual "
+            f"ladder 1e-310..{self.ladder_top}: worst residual "
             f"{self.residual_ratio:.3g} × the {'float32 ' if self.slack else ''}rounding "
             f"tolerance; reproducible; {self.calls} calls",
         ]
