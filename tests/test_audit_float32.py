@@ -256,3 +256,25 @@ def test_float32_laplace_lp_case_has_a_tight_slack() -> None:
     lo, hi = r.slack_lower, r.slack_upper
     assert lo is not None and hi is not None and lo <= Fraction(3, 10) <= hi
     assert hi - lo < Fraction(3, 10) * Fraction(1, 100)
+
+
+def _mixed_precision(stream: Any, rng: Any) -> Any:
+    """A float64 tree whose outputs are rounded to float32 only when the first item is
+    0: float32 outputs at some probes, float64 at others, nonlinear by ~1e-7."""
+    T = len(stream)
+    z = rng.normal(0.0, math.sqrt(T.bit_length()), size=T)
+    y = np.cumsum(np.asarray(stream, dtype=float)) + np.cumsum(z)
+    out = y.astype(np.float32).astype(float) if stream[0] == 0 else y
+    return out + 0.0  # no signed zeros (a separate finding)
+
+
+def test_auto_rejudges_points_passed_under_float32() -> None:
+    """auto is float32 only while every output is a float32 number: once one is not, the
+    points already passed are judged again in float64, and a float32 rounding there is
+    a departure from the fit (no float32 slack for a float64 target)."""
+    r = _audit(_mixed_precision, 8, rho=HALF)
+    assert r.verdict == "inconclusive" and r.precision == "float64"
+    assert [f.kind for f in r.findings] == ["not-linear"]
+    assert "of float32" not in r.findings[0].detail  # judged by float64's tolerance
+    forced = _audit(_mixed_precision, 8, rho=HALF, precision="float32")
+    assert forced.available and forced.precision == "float32"  # what auto refused

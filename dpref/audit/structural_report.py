@@ -465,6 +465,8 @@ class StructuralReport:
             f"precision   {self.precision} (unit roundoff u = {unit}; {self.precision_source})"
         ]
         sym = "ε" if self.privacy == "pure" else "μ²"
+        if self.privacy == "pure" and self.scope == "upper bound":
+            sym = "ε (the LP bound)"
         lo, hi = self.slack_lower, self.slack_upper
         if lo is None:
             if self.slack_note:
