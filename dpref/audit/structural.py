@@ -8,7 +8,9 @@ in): one call at ``(x₀, ξ = 0)``, one per unit change of an item, one per uni
 It then *verifies* the fit: the number, order and scales of the draws must be the same on
 every call; replaying a call must give the same outputs bit for bit (else the target
 uses randomness dpref does not control); and on random ``(x, ξ)`` the outputs must equal
-the fit within the rounding error of a float64 sum (:func:`linearity_tolerance`).
+the fit within the rounding error of a float64 sum (:func:`linearity_tolerance`) — or
+of a float32 one, for a target whose outputs are float32 numbers (``precision``,
+:mod:`dpref.audit.rounding`: the report then states the loss's rounding slack).
 
 With the structure, the privacy loss of item i under Laplace noise is the smallest
 ``‖v‖₁`` with ``M·v = Δ·A·e_i``: moving item i by Δ moves the outputs exactly as moving
