@@ -676,6 +676,8 @@ def exact_audit(
         report.sampled_lower_bound = None if lb is None else float(lb)
         if report.privacy == "pure" or lb is not None:
             report.sampled_confidence = float(sampled.confidence)
+    if precision != "auto":  # what was requested, also when the probing stopped early
+        report.precision = precision
     if structure is not None:
         report.precision = structure.precision
         report.precision_source = structure.precision_source
