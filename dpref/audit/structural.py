@@ -73,6 +73,7 @@ from dpref.audit.rounding import (
 )
 from dpref.audit.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
 from dpref.audit.structural_fill import (
+    Structure,
     certify_gaussian,
     certify_laplace,
     domain_base,
@@ -158,40 +159,6 @@ def mechanism_target(mech: Mechanism) -> Callable[[FloatArray, Any], FloatArray]
 
 
 # -------------------------------------------------------------- the structure
-@dataclass(frozen=True, eq=False)
-class Structure:
-    """The fitted ``y = A·(x − x₀) + M·ξ + c`` of a target at T (floats, as probed)."""
-
-    horizon: int
-    base: FloatArray
-    """x₀, the stream the probes start from (0 when the domain contains it)."""
-    A: FloatArray
-    """T × T: the outputs' response to a unit increase of each item."""
-    M: FloatArray
-    """T × K: the outputs' response to each standard value ξ_j (Laplace or normal)."""
-    c: FloatArray
-    """The outputs at ``(x₀, ξ = 0)``."""
-    scales: FloatArray
-    """The K recorded draw scales, in the order drawn."""
-    residual: float
-    """Largest ``|y − fit|`` on the random verification points."""
-    residual_ratio: float
-    """Largest ``|y − fit| / tolerance`` (≤ 1: linear within rounding)."""
-    calls: int
-    """Target calls made."""
-    law: str = "laplace"
-    """The law of the scripted draws: ``laplace``, ``normal`` or ``none`` (no draw)."""
-    checks: int = 0
-    """Random verification points (besides the structured streams and the ladder)."""
-    precision: str = "float64"
-    """The precision of the error model the fit was verified in (:mod:`dpref.audit.rounding`)."""
-    precision_source: str = "requested"
-    """How it was chosen (``requested`` or auto-detected, in words)."""
-    ladder_cap: float = 1e300
-    """The output magnitude the noise ladder was capped at (1e36 when it was built under
-    float32)."""
-
-
 def linearity_tolerance(
     s: Structure | None,
     y: FloatArray,

@@ -1,16 +1,18 @@
-"""Filling a :class:`~dpref.audit.structural_report.StructuralReport` from a recovered
-structure: the exact loss (:mod:`dpref.audit.l1loss`, :mod:`dpref.audit.l2loss`), its
-rounding-proof lower bound, and under a precision other than float64 the rounding slack
-(:mod:`dpref.audit.rounding`).  Split out of :mod:`dpref.audit.structural` (which calls
-these after :func:`~dpref.audit.structural.recover_structure`) to keep each module short.
+"""The recovered :class:`Structure` of an exact audit, and filling a
+:class:`~dpref.audit.structural_report.StructuralReport` from it: the exact loss
+(:mod:`dpref.audit.l1loss`, :mod:`dpref.audit.l2loss`), its rounding-proof lower bound,
+and under a precision other than float64 the rounding slack (:mod:`dpref.audit.rounding`).
+Split out of :mod:`dpref.audit.structural` (which calls these after
+:func:`~dpref.audit.structural.recover_structure`) to keep each module short.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dpref.audit.exact_probes import basis_text
 from dpref.audit.l1loss import item_losses, stated_epsilon
@@ -19,13 +21,11 @@ from dpref.audit.rounding import FLOAT64, Precision, loss_upper_bounds
 from dpref.audit.structural_report import StructuralReport
 from dpref.domains import Domain
 
-if TYPE_CHECKING:
-    from dpref.audit.structural import Structure
-
 STATED_MAX_DENOMINATOR = 100
 """Largest denominator of the readable loss stated within a float32 slack."""
 
 __all__ = [
+    "Structure",
     "certify_gaussian",
     "certify_laplace",
     "domain_base",
@@ -33,6 +33,43 @@ __all__ = [
     "fill_gaussian",
     "fill_slack",
 ]
+
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, eq=False)
+class Structure:
+    """The fitted ``y = A·(x − x₀) + M·ξ + c`` of a target at T (floats, as probed)."""
+
+    horizon: int
+    base: FloatArray
+    """x₀, the stream the probes start from (0 when the domain contains it)."""
+    A: FloatArray
+    """T × T: the outputs' response to a unit increase of each item."""
+    M: FloatArray
+    """T × K: the outputs' response to each standard value ξ_j (Laplace or normal)."""
+    c: FloatArray
+    """The outputs at ``(x₀, ξ = 0)``."""
+    scales: FloatArray
+    """The K recorded draw scales, in the order drawn."""
+    residual: float
+    """Largest ``|y − fit|`` on the random verification points."""
+    residual_ratio: float
+    """Largest ``|y − fit| / tolerance`` (≤ 1: linear within rounding)."""
+    calls: int
+    """Target calls made."""
+    law: str = "laplace"
+    """The law of the scripted draws: ``laplace``, ``normal`` or ``none`` (no draw)."""
+    checks: int = 0
+    """Random verification points (besides the structured streams and the ladder)."""
+    precision: str = "float64"
+    """The precision of the error model the fit was verified in (:mod:`dpref.audit.rounding`)."""
+    precision_source: str = "requested"
+    """How it was chosen (``requested`` or auto-detected, in words)."""
+    ladder_cap: float = 1e300
+    """The output magnitude the noise ladder was capped at (1e36 when it was built under
+    float32)."""
 
 
 def domain_base(domain: Domain) -> tuple[float, float]:
