@@ -27,6 +27,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dpref.audit.injected.rounding import add_precision_argument, check_precision_unused
 from dpref.audit.limits import (
     CONNECT_TIMEOUT,
     MAX_HORIZON,
@@ -187,6 +188,7 @@ def _fill_defaults(args: argparse.Namespace) -> None:
 def _check_audit_options(args: argparse.Namespace) -> None:
     """Every option given to ``dpref audit`` must be used by this run."""
     _check_foreign(args, "audit")
+    check_precision_unused(args)  # --precision: --exact only (dpref/audit/injected/rounding.py)
     blackbox = args.target not in mechanism_names()
     if args.protocol is not None:
         raise ParameterError(
@@ -505,6 +507,7 @@ def add_parser(subparsers: Any) -> None:
         "drawing rng.laplace / rng.normal; callback: f(stream, noise) calling noise(scale, "
         "size) for Laplace noise (default: the target's dpref_noise attribute, else rng)",
     )
+    add_precision_argument(p)  # --exact's float error model (dpref/audit/injected/rounding.py)
     _add_foreign(p, "audit")
     p.set_defaults(func=run_audit)
 
@@ -698,5 +701,6 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         seed=args.seed or 0,
         timeout=args.timeout,
+        precision=args.precision or "auto",
     )
     return _emit(args, report, report.exit_code)

@@ -120,6 +120,14 @@ def add_parser(subparsers: Any) -> None:
         help="absolute tolerance added to it (default 1e-9)",
     )
     r.add_argument(
+        "--precision",
+        choices=["float64", "float32"],
+        default="float64",
+        help="tolerance preset: float64 (--rtol/--atol, bit-exact where exact_in_float) or "
+        "float32 (a rigorous float32 rounding bound per output, nothing bit-exact); default "
+        "float64",
+    )
+    r.add_argument(
         "--no-exact",
         action="store_true",
         help="compare every vector within the tolerance, also those marked exact_in_float "
@@ -222,6 +230,7 @@ def _run(args: argparse.Namespace) -> int:
         atol=args.atol,
         exact=not args.no_exact,
         timeout=args.timeout,
+        precision=args.precision,
     )
     if args.json:
         print(json.dumps(result.as_dict()))

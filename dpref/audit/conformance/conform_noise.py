@@ -1,6 +1,6 @@
 """Conformance's noise probe: a release without noise where the reference has noise.
 
-The crash probes of :func:`~dpref.audit.conform.conform` run the target once at each of
+The crash probes of :func:`~dpref.audit.conformance.conform.conform` run the target once at each of
 T = 1, 2, 3, 4, 5, every power of two, T − 1 and T.  A bug can make a horizon
 *noiseless* without crashing — a Binary tree that counts ``⌈log₂T⌉`` levels adds
 ``Lap(0)`` at T = 1 — and one call cannot show it.  :func:`noiseless` calls the target

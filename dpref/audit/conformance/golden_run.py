@@ -17,6 +17,14 @@ Two kinds of target:
 * an external program (``command``), run once per vector: it reads the vector as JSON
   on stdin (without its expected outputs) and writes its outputs as a JSON array of
   numbers (or an object with an ``outputs`` array) on stdout.
+
+``precision="float32"`` judges an implementation that computes in float32: no vector
+need match bit for bit, and output t must be within the rigorous float32 bound
+:func:`float32_bound` of the exact output instead of ``rtol``/``atol`` — the error of
+evaluating ``y = R·(A·x + z)`` in float32 (any summation order), inflated as the exact
+audit's error model is (:mod:`dpref.audit.injected.rounding`).  The report says which tolerance
+was used.  (A golden run injects the noise already scaled, so it cannot see a wrong
+noise scale; ``dpref audit --exact`` and ``dpref conform`` do.)
 """
 
 from __future__ import annotations
@@ -44,16 +52,18 @@ from dpref.audit.isolation.worker import check_spec
 from dpref.audit.limits import MAX_TIMEOUT
 from dpref.errors import DprefError, DprefTypeError, ParameterError, TargetError
 from dpref.golden import _MALFORMED, _check_format, load_shipped, vector_mechanism
-from dpref.validation import fmt
+from dpref.validation import check_choice, fmt
 
 __all__ = [
     "CONFIG_KEYS",
     "DEFAULT_ATOL",
     "DEFAULT_RTOL",
     "DEFAULT_TIMEOUT",
+    "GOLDEN_PRECISIONS",
     "GoldenRun",
     "Mismatch",
     "command_input",
+    "float32_bound",
     "mismatch_hint",
     "run_golden",
     "select_vectors",
@@ -66,6 +76,8 @@ DEFAULT_RTOL = 1e-12
 """Relative tolerance for vectors that are not ``exact_in_float``."""
 DEFAULT_ATOL = 1e-9
 """Absolute tolerance added to it (an output near 0 has no relative precision)."""
+GOLDEN_PRECISIONS = ("float64", "float32")
+"""The tolerance presets of :func:`run_golden` (``dpref golden run --precision``)."""
 DEFAULT_TIMEOUT = 10.0
 """Seconds one call (one vector) may take."""
 MAX_DEATHS = 10
@@ -139,6 +151,11 @@ class GoldenRun:
     isolation: str | None = None
     """Where the target ran (:data:`dpref.audit.isolation.sandbox.LEVELS`; None: it never
     started)."""
+    tolerance: str = ""
+    """The comparison used, in words (the precision preset and its rule)."""
+    precision: str = "float64"
+    """The tolerance preset: ``float64`` (rtol/atol, bit-exact where the vector is
+    ``exact_in_float``) or ``float32`` (:func:`float32_bound`)."""
 
     @property
     def ok(self) -> bool:
@@ -174,6 +191,8 @@ class GoldenRun:
             "first": one(*self.failures[0]) if self.failures else None,
             "failures": [one(c, f) for c, f in self.failures[:100]],
             "isolation": self.isolation,
+            "precision": self.precision,
+            "tolerance": self.tolerance,
         }
 
     def text(self) -> str:
@@ -193,6 +212,8 @@ class GoldenRun:
             )
         if self.gave_up is not None:
             lines.append(f"{self.gave_up.kind}: {self.gave_up.detail}")
+        if self.precision != "float64":
+            lines.append(f"tolerance: {self.tolerance}")
         return "\n".join(lines)
 
 
@@ -256,12 +277,50 @@ def command_input(vec: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ comparison
+_F32_GAMMA_RULE = "float32 bound 4(m + 1)·2⁻²⁴·(|R|·(|A|·|x| + |z|)) + 2⁻¹²⁶, m = T + nodes + 2"
+
+
+def float32_bound(vec: dict[str, Any]) -> FloatArray:
+    """Per output, how far a float32 evaluation of the vector's release may be from its
+    exact value: ``γ·(|R|·(|A|·|x| + |z|))_t + 2⁻¹²⁶·(m + 1)`` with ``γ = 4(m + 1)·u``,
+    ``u = 2⁻²⁴``, ``m = T + n + 2`` (n nodes).
+
+    A float32 implementation rounds each item and each noise value (relative error u),
+    computes the node values ``A·x + z`` and the outputs ``R·(node values)`` as sums of
+    at most T + 1 and n terms; by Higham's bound for nested sums (*Accuracy and Stability
+    of Numerical Algorithms*, §3.1) the error is at most ``γ_{m}·(|R|·(|A|·|x| + |z|))``
+    in any summation order, ``γ_m = m·u/(1 − m·u) < 4(m + 1)·u``; the last term covers
+    underflow (2⁻¹²⁶, float32's smallest normal, per operation).  The plan's |A| and |R|
+    are evaluated in float64 and the bound doubled for that rounding.  ``vec`` must be a
+    valid vector."""
+    m = vector_mechanism(vec)
+    T = int(vec["horizon"])
+    plan = m.plan(T)
+    x = np.abs(np.array(vec["stream"], dtype=np.float64))
+    z = np.abs(np.array(vec["noise"], dtype=np.float64))
+    nodes = abs(plan.A()) @ x + z
+    terms = np.asarray(abs(plan.R()) @ nodes, dtype=np.float64)
+    steps = T + plan.n_nodes + 2
+    gamma = 4.0 * (steps + 1) * 2.0**-24
+    out: FloatArray = 2.0 * (gamma * terms + (steps + 1) * 2.0**-126)
+    return out
+
+
 def _first_wrong(
-    vec: dict[str, Any], got: FloatArray, rtol: float, atol: float, exact: bool
+    vec: dict[str, Any],
+    got: FloatArray,
+    rtol: float,
+    atol: float,
+    exact: bool,
+    precision: str = "float64",
 ) -> Mismatch | None:
     want = np.array(vec["outputs"], dtype=np.float64)
     ex = [Fraction(s) for s in vec["outputs_exact"]]
-    if exact and vec["exact_in_float"] is True:
+    if precision == "float32":
+        ref = np.array([float(v) for v in ex])
+        bad = ~(np.abs(got - ref) <= float32_bound(vec) + 2.0**-52 * np.abs(ref))
+        rule = _F32_GAMMA_RULE
+    elif exact and vec["exact_in_float"] is True:
         bad = got != want
         rule = "bit-exact"
     else:
@@ -526,6 +585,7 @@ def run_golden(
     timeout: float = DEFAULT_TIMEOUT,
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
     progress: Callable[[int], object] | None = None,
+    precision: str = "float64",
 ) -> GoldenRun:
     """Run a target that accepts injected noise against golden vectors.
 
@@ -553,6 +613,10 @@ def run_golden(
         Bytes of address space the worker may add once the target is loaded (None: no limit).
     progress
         Called with 1 after each vector.
+    precision
+        ``float64`` (default: ``rtol``/``atol``, bit-exact where ``exact``) or
+        ``float32``: every output within :func:`float32_bound` of the exact one
+        (``rtol``, ``atol`` and ``exact`` unused).
 
     Returns
     -------
@@ -579,6 +643,7 @@ def run_golden(
     timeout = _check_number("timeout", timeout, 1e-3, MAX_TIMEOUT)
     if not isinstance(exact, bool):
         raise DprefTypeError(f"exact={fmt(exact)}: must be a bool")
+    precision = check_choice("precision", precision, GOLDEN_PRECISIONS)
     if doc is None:
         doc = load_shipped()
     vectors = select_vectors(doc, mechanism=mechanism, noise=noise, case=case, params=params)
@@ -587,7 +652,12 @@ def run_golden(
             _valid(vec)
         except DprefError as exc:
             raise ParameterError(f"vector {vec.get('case', k)!r}: {exc}") from None
-    run = GoldenRun(target or str(command), len(vectors))
+    run = GoldenRun(target or str(command), len(vectors), precision=precision)
+    run.tolerance = (
+        _F32_GAMMA_RULE + " (no vector bit-exact)"
+        if precision == "float32"
+        else f"rtol={rtol:g}, atol={atol:g}" + (", bit-exact where exact_in_float" if exact else "")
+    )
     runner: _PythonTarget | _CommandTarget = (
         _PythonTarget(target, timeout, memory_limit)
         if target is not None
@@ -629,7 +699,7 @@ def run_golden(
                     break
                 continue
             deaths = timeouts = 0
-            wrong = _first_wrong(vec, got, rtol, atol, exact)
+            wrong = _first_wrong(vec, got, rtol, atol, exact, precision)
             if wrong is None:
                 run.passed += 1
                 continue

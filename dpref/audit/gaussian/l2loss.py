@@ -215,11 +215,11 @@ def item_mu_squared(
     return ItemMuSquared(out, r, k, f, method)
 
 
-def probe_gamma(horizon: int, draws: int) -> Fraction:
-    """``4·(n + 1)·u`` with ``n = T + K + 1`` and ``u = 2⁻⁵³``: the relative rounding
-    allowance of one output of a linear float64 target (the factor of
-    :func:`~dpref.audit.injected.structural.linearity_tolerance`)."""
-    return Fraction(4 * (horizon + draws + 2), 2**53)
+def probe_gamma(horizon: int, draws: int, unit: Fraction = Fraction(1, 2**53)) -> Fraction:
+    """``4·(n + 1)·u`` with ``n = T + K + 1`` and the unit roundoff ``u`` (2⁻⁵³ for a
+    float64 target, 2⁻²⁴ for float32): the relative rounding allowance of one output of a
+    linear target (the factor of :func:`~dpref.audit.injected.structural.linearity_tolerance`)."""
+    return 4 * (horizon + draws + 2) * unit
 
 
 def _dual_candidates(M: FloatArray, d: FloatArray, l1: bool = False) -> list[FloatArray]:
@@ -249,11 +249,13 @@ def _dual_value(
     c_abs: list[Fraction],
     gamma: Fraction,
     l1: bool = False,
+    floor: Fraction = Fraction(0),
 ) -> tuple[Fraction, Fraction]:
     """``(ā, b̄)`` of :func:`mu_squared_lower_bound` for one u, exactly (``l1``: b̄ bounds
     ``‖M*ᵀu‖_∞`` instead of ``‖M*ᵀu‖₂²``)."""
     a = sum((ut * dt - abs(ut) * et for ut, dt, et in zip(u, d, e_d, strict=True)), Fraction(0))
     cu = sum((abs(ut) * ct for ut, ct in zip(u, c_abs, strict=True)), Fraction(0))
+    fu = floor * sum((abs(ut) for ut in u), Fraction(0)) if floor else Fraction(0)
     b = Fraction(0)
     rows, cols = np.nonzero(M)
     signed: dict[int, Fraction] = {}
@@ -264,7 +266,11 @@ def _dual_value(
             signed[j] = signed.get(j, Fraction(0)) + m * u[t]
             absolute[j] = absolute.get(j, Fraction(0)) + abs(m) * abs(u[t])
     for j in range(M.shape[1]):
-        col = abs(signed.get(j, Fraction(0))) + gamma * (4 * cu + 3 * absolute.get(j, Fraction(0)))
+        col = (
+            abs(signed.get(j, Fraction(0)))
+            + gamma * (4 * cu + 3 * absolute.get(j, Fraction(0)))
+            + fu
+        )
         b = max(b, col) if l1 else b + col * col
     return a, b
 
@@ -277,6 +283,9 @@ def mu_squared_lower_bound(
     step: float,
     *,
     l1: bool = False,
+    unit: Fraction = Fraction(1, 2**53),
+    tiny: float = 0.0,
+    extra: tuple[FloatArray, ...] = (),
 ) -> tuple[Fraction, bool]:
     """A lower bound on item i's μ_i² that survives the rounding of the probed structure.
 
@@ -297,23 +306,32 @@ def mu_squared_lower_bound(
     ``(bound, infinite)``; the bound is 0 when no u certifies anything.
 
     ``l1=True`` bounds the Laplace loss ``ε_i = min{‖v‖₁ : M*·v = d*}`` instead, by its
-    dual ``max uᵀd*`` over ``‖M*ᵀu‖_∞ ≤ 1``: ``ε_i ≥ ā/b̄`` with ``b̄ ≥ ‖M*ᵀu‖_∞``."""
+    dual ``max uᵀd*`` over ``‖M*ᵀu‖_∞ ≤ 1``: ``ε_i ≥ ā/b̄`` with ``b̄ ≥ ‖M*ᵀu‖_∞``.
+
+    ``unit`` is the target's unit roundoff (2⁻²⁴ for a float32 target) and ``tiny`` the
+    absolute error floor per output of :mod:`dpref.audit.injected.rounding` (0: none, the float64
+    default); the box then widens by ``8·(n + 1)·tiny`` per entry of M and
+    ``Δ·8·(n + 1)·tiny/|step|`` per entry of d.  ``extra``: more candidate u (e.g. the
+    LP's dual for ``l1``), tried with both signs."""
     T, K = M.shape
-    gamma = probe_gamma(T, K)
+    gamma = probe_gamma(T, K, unit)
     s = abs(Fraction(step))
+    floor = 8 * (T + K + 2) * Fraction(tiny)
     d = [delta * Fraction(float(v)) for v in a_col]
     c_abs = [abs(Fraction(float(v))) for v in c]
     e_d = [
-        delta * gamma * ((3 + s) / s * ct + 3 * abs(Fraction(float(v))))
+        delta * (gamma * ((3 + s) / s * ct + 3 * abs(Fraction(float(v)))) + floor / s)
         for ct, v in zip(c_abs, a_col, strict=True)
     ]
     d_float = float(delta) * a_col.astype(np.float64)
     best: tuple[Fraction, bool] = (Fraction(0), False)
-    for u_f in _dual_candidates(M, d_float, l1):
+    candidates = _dual_candidates(M, d_float, l1)
+    candidates += [sign * np.asarray(u, dtype=np.float64) for u in extra for sign in (1.0, -1.0)]
+    for u_f in candidates:
         if not np.all(np.isfinite(u_f)):
             continue
         u = [Fraction(float(v)) for v in u_f]
-        a, b = _dual_value(u, M, d, e_d, c_abs, gamma, l1)
+        a, b = _dual_value(u, M, d, e_d, c_abs, gamma, l1, floor)
         if a <= 0:
             continue
         if b == 0:

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from dpref.domains import Domain
 
-__all__ = ["LADDER", "Point", "basis_text", "verification_points"]
+__all__ = ["LADDER", "Point", "basis_text", "check_points", "ladder_points", "verification_points"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -100,7 +100,21 @@ def verification_points(
     rng: np.random.Generator,
 ) -> list[Point]:
     """The probes that verify a fit (module doc): random points first, then the
-    structured streams, then the noise ladder."""
+    structured streams, then the noise ladder (:func:`check_points` then
+    :func:`ladder_points`, the same random draws in the same order)."""
+    points = check_points(domain, base, M, law, checks, rng)
+    return points + ladder_points(domain, base, M, c, rng)
+
+
+def check_points(
+    domain: Domain,
+    base: FloatArray,
+    M: FloatArray,
+    law: str,
+    checks: int,
+    rng: np.random.Generator,
+) -> list[Point]:
+    """The random points, then the structured streams (each with ξ = 0 and a random ξ)."""
     T, K = int(base.size), int(M.shape[1])
     sym = "N(0, 1)" if law == "normal" else "Lap(1)"
     points = [
@@ -117,8 +131,26 @@ def verification_points(
         points.append(Point(f"{label}, ξ = 0", x, zeros))
         if K:
             points.append(Point(f"{label}, random ξ ~ {sym}", x, _law_draw(law, K, rng)))
+    return points
+
+
+def ladder_points(
+    domain: Domain,
+    base: FloatArray,
+    M: FloatArray,
+    c: FloatArray,
+    rng: np.random.Generator,
+    *,
+    cap: float = _OUTPUT_CAP,
+    distinct: bool = False,
+) -> list[Point]:
+    """The noise ladder: ``ξ = ±s·r`` at x₀ (and at the all-high stream from 1e6), each
+    magnitude capped so that no output exceeds about ``cap`` (1e300; a float32 target's
+    audit passes 1e36, below float32's overflow at 3.4e38).  ``distinct``: a magnitude
+    the cap repeats is probed once."""
+    T, K = int(base.size), int(M.shape[1])
     if not K:
-        return points
+        return []
     r = rng.laplace(size=K)
     r[r == 0.0] = 1.0
     reach = max(
@@ -126,10 +158,15 @@ def verification_points(
         float(np.abs(c).max(initial=0.0) * np.abs(r).sum()),
         1.0,
     )
-    top = _OUTPUT_CAP / reach
+    top = cap / reach
     high = np.full(T, float(domain.upper))
+    points: list[Point] = []
+    seen: set[float] = set()
     for s in LADDER:
         s = min(s, top)
+        if distinct and s in seen:
+            continue
+        seen.add(s)
         for sign in (1.0, -1.0):
             xi = sign * s * r
             points.append(Point(f"noise ladder ξ = {sign * s:+.3g}·r at x = x₀", base, xi))
@@ -140,8 +177,9 @@ def verification_points(
     return points
 
 
-def basis_text(T: int, K: int, checks: int, law: str) -> str:
-    """What the exactness of the reported loss rests on, in words."""
+def basis_text(T: int, K: int, checks: int, law: str, top: str = "1e300") -> str:
+    """What the exactness of the reported loss rests on, in words (``top``: the largest
+    output magnitude the ladder aimed at)."""
     sym = "standard normal" if law == "normal" else "standard Laplace"
     return (
         f"the loss is exact for y = A·x + M·ξ + c with ξ i.i.d. {sym} (the law dpref "
@@ -149,7 +187,7 @@ def basis_text(T: int, K: int, checks: int, law: str) -> str:
         f"order, scale, law) and outputs linear within float rounding at every probe — "
         f"the fit's {T + K + 2}, {checks} random points (replayed bit for bit), the all-low, "
         f"all-high and alternating streams and all {T} neighbours of all-high (ξ = 0 and "
-        f"random), and noise magnitudes from 1e-310 to 1e300 (clipping, rounding, "
+        f"random), and noise magnitudes from 1e-310 to {top} (clipping, rounding, "
         "saturation or redraws of the noise would show there); zeros of one sign. A "
         "departure at streams or noise values never probed is not excluded"
     )

@@ -8,7 +8,9 @@ in): one call at ``(x₀, ξ = 0)``, one per unit change of an item, one per uni
 It then *verifies* the fit: the number, order and scales of the draws must be the same on
 every call; replaying a call must give the same outputs bit for bit (else the target
 uses randomness dpref does not control); and on random ``(x, ξ)`` the outputs must equal
-the fit within the rounding error of a float64 sum (:func:`linearity_tolerance`).
+the fit within the rounding error of a float64 sum (:func:`linearity_tolerance`) — or
+of a float32 one, for a target whose outputs are float32 numbers (``precision``,
+:mod:`dpref.audit.injected.rounding`: the report then states the loss's rounding slack).
 
 With the structure, the privacy loss of item i under Laplace noise is the smallest
 ``‖v‖₁`` with ``M·v = Δ·A·e_i``: moving item i by Δ moves the outputs exactly as moving
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -48,11 +50,25 @@ import numpy.typing as npt
 
 from dpref.audit.gaussian.l2loss import (
     MAX_GAUSSIAN_EXACT_WORK,
-    ItemMuSquared,
     item_mu_squared,
-    mu_squared_lower_bound,
 )
-from dpref.audit.injected.exact_probes import Point, basis_text, verification_points
+from dpref.audit.injected.exact_probes import Point, check_points, ladder_points
+from dpref.audit.injected.rounding import (
+    FLOAT32,
+    FLOAT64,
+    Precision,
+    PrecisionChooser,
+    check_precision,
+)
+from dpref.audit.injected.structural_fill import (
+    Structure,
+    certify_gaussian,
+    certify_laplace,
+    domain_base,
+    fill,
+    fill_gaussian,
+    fill_slack,
+)
 from dpref.audit.isolation.bitlevel import BitChannels
 from dpref.audit.isolation.recording import PROTOCOLS, Requests, protocol_of
 from dpref.audit.isolation.runners import CallFailure, InProcessRunner, Runner, WorkerRunner
@@ -92,6 +108,7 @@ __all__ = [
     "linearity_tolerance",
     "mechanism_target",
     "recover_structure",
+    "stated_epsilon",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -142,33 +159,6 @@ def mechanism_target(mech: Mechanism) -> Callable[[FloatArray, Any], FloatArray]
 
 
 # -------------------------------------------------------------- the structure
-@dataclass(frozen=True, eq=False)
-class Structure:
-    """The fitted ``y = A·(x − x₀) + M·ξ + c`` of a target at T (floats, as probed)."""
-
-    horizon: int
-    base: FloatArray
-    """x₀, the stream the probes start from (0 when the domain contains it)."""
-    A: FloatArray
-    """T × T: the outputs' response to a unit increase of each item."""
-    M: FloatArray
-    """T × K: the outputs' response to each standard value ξ_j (Laplace or normal)."""
-    c: FloatArray
-    """The outputs at ``(x₀, ξ = 0)``."""
-    scales: FloatArray
-    """The K recorded draw scales, in the order drawn."""
-    residual: float
-    """Largest ``|y − fit|`` on the random verification points."""
-    residual_ratio: float
-    """Largest ``|y − fit| / tolerance`` (≤ 1: linear within rounding)."""
-    calls: int
-    """Target calls made."""
-    law: str = "laplace"
-    """The law of the scripted draws: ``laplace``, ``normal`` or ``none`` (no draw)."""
-    checks: int = 0
-    """Random verification points (besides the structured streams and the ladder)."""
-
-
 def linearity_tolerance(
     s: Structure | None,
     y: FloatArray,
@@ -178,8 +168,12 @@ def linearity_tolerance(
     A: Any = None,
     M: Any = None,
     c: Any = None,
+    unit: float = _U,
+    tiny: float = _TINY,
 ) -> FloatArray:
-    """Per-output tolerance of ``|y − (A·dx + M·ξ + c)|`` for a linear float64 target.
+    """Per-output tolerance of ``|y − (A·dx + M·ξ + c)|`` for a linear float64 target
+    (``unit``, ``tiny``: another precision's unit roundoff and smallest subnormal, e.g.
+    2⁻²⁴ and 2⁻¹⁴⁹ for float32; :mod:`dpref.audit.injected.rounding`).
 
     A target evaluating a sum of at most n = T + K + 1 products makes an error of at
     most ``γ_n·Σ|terms|`` (``γ_n ≈ n·u``, Higham, *Accuracy and Stability*, §3.1); the
@@ -201,16 +195,8 @@ def linearity_tolerance(
     )
     # an absolute floor for the subnormal range, where each operation's error is up to
     # half the smallest subnormal whatever the magnitudes (the noise ladder probes there)
-    out: FloatArray = 4.0 * (n + 1) * (_U * scale + _TINY)
+    out: FloatArray = 4.0 * (n + 1) * (unit * scale + tiny)
     return out
-
-
-def _domain_base(domain: Domain) -> tuple[float, float]:
-    """x₀ (0 when the domain contains it, else its lower end) and the probe value."""
-    lo, hi = float(domain.lower), float(domain.upper)
-    base = 0.0 if lo <= 0.0 <= hi else lo
-    probe = hi if hi != base else lo
-    return base, probe
 
 
 def _same(a: FloatArray, b: FloatArray) -> bool:
@@ -222,13 +208,14 @@ def _same(a: FloatArray, b: FloatArray) -> bool:
 class _Probe:
     """Calls through the runner, checking each call against the first one's draws."""
 
-    def __init__(self, run: Runner, findings: list[Finding]) -> None:
+    def __init__(self, run: Runner, findings: list[Finding], precision: str = "float64") -> None:
         self.run = run
         self.findings = findings
         self.calls = 0
         self.signature: tuple[Any, ...] | None = None
         self.law = "none"
         self.bits = BitChannels()
+        self.chooser = PrecisionChooser(precision)
 
     def __call__(self, x: FloatArray, xi: FloatArray, what: str) -> FloatArray | None:
         self.calls += 1
@@ -263,6 +250,7 @@ class _Probe:
             )
             return None
         self.bits.add(y)
+        self.chooser.see(y)
         return y
 
     def _draw_findings(self, req: Requests, T: int) -> bool:
@@ -335,16 +323,20 @@ def recover_structure(
     *,
     rng: np.random.Generator,
     checks: int = 4,
+    precision: str = "float64",
 ) -> tuple[Structure | None, list[Finding]]:
     """Probe and verify the linear structure of a target at T = ``horizon`` (module doc).
 
     ``run(stream, script) -> (outputs, requests)`` makes one guarded call.  Returns the
-    structure, or None with the findings that make it unavailable.
+    structure, or None with the findings that make it unavailable.  ``precision``
+    (``float64``, ``float32`` or ``auto``, :mod:`dpref.audit.injected.rounding`) is the error
+    model of the linearity check; ``auto`` is float32 while every output seen is a
+    float32 number, and a point passed under float32 is re-judged when it is not.
     """
     T = horizon
     findings: list[Finding] = []
-    probe = _Probe(run, findings)
-    base_v, probe_v = _domain_base(domain)
+    probe = _Probe(run, findings, check_precision(precision))
+    base_v, probe_v = domain_base(domain)
     step = probe_v - base_v
     x0 = np.full(T, base_v)
     y0 = probe(x0, np.zeros(0), "x = x₀, ξ = 0")
@@ -375,14 +367,21 @@ def recover_structure(
             return None, findings
         M[:, j] = y - y0
     fit = _Fit(A, M, y0, x0)
-    points = verification_points(domain, x0, M, y0, probe.law, checks, rng)
-    for point in points:
+    for point in check_points(domain, x0, M, probe.law, checks, rng):
+        if not _verify(probe, fit, point, findings):
+            return None, findings
+    now = probe.chooser.current
+    ladder = ladder_points(
+        domain, x0, M, y0, rng, cap=now.output_cap, distinct=now.name != "float64"
+    )
+    for point in ladder:
         if not _verify(probe, fit, point, findings):
             return None, findings
     findings += probe.bits.findings(T)
     if findings:
         return None, findings
-    worst, worst_ratio = fit.worst, fit.worst_ratio
+    chosen = probe.chooser.current
+    worst, worst_ratio, _ = fit.track.get(chosen.name, (0.0, 0.0, None))
     structure = Structure(
         T,
         x0,
@@ -395,6 +394,9 @@ def recover_structure(
         probe.calls,
         probe.law,
         checks,
+        chosen.name,
+        probe.chooser.source,
+        now.output_cap,
     )
     return structure, findings
 
@@ -407,8 +409,9 @@ class _Fit:
     M: FloatArray
     c: FloatArray
     base: FloatArray
-    worst: float = 0.0
-    worst_ratio: float = 0.0
+    track: dict[str, tuple[float, float, Finding | None]] = field(default_factory=dict)
+    """Per precision judged: the worst residual, its ratio to the tolerance, and the
+    first point's finding that exceeded it (None: none)."""
 
 
 def _verify(probe: _Probe, fit: _Fit, point: Point, findings: list[Finding]) -> bool:
@@ -426,33 +429,60 @@ def _verify(probe: _Probe, fit: _Fit, point: Point, findings: list[Finding]) -> 
             findings.append(_not_reproducible(y, y2, T, point.what))
             return False
     dx, xi = point.x - fit.base, point.xi
+    chooser = probe.chooser
+    judged = [chooser.current]
+    if chooser.requested == "auto" and chooser.all_float32:
+        judged.append(FLOAT64)  # re-judged in float64 if an output later is not float32
     with np.errstate(over="ignore", invalid="ignore"):
         pred = fit.A @ dx + (fit.M @ xi if xi.size else 0.0) + fit.c
         res = np.abs(y - pred)
-        tol = linearity_tolerance(None, y, dx, xi, A=fit.A, M=fit.M, c=fit.c)
+    for prec in judged:
+        _judge(fit, prec, point.what, y, pred, res, dx, xi)
+    failed = fit.track.get(chooser.current.name, (0.0, 0.0, None))[2]
+    if failed is not None:
+        findings.append(failed)
+        return False
+    return True
+
+
+def _judge(
+    fit: _Fit,
+    prec: Precision,
+    what: str,
+    y: FloatArray,
+    pred: FloatArray,
+    res: FloatArray,
+    dx: FloatArray,
+    xi: FloatArray,
+) -> None:
+    """Compare one point's residual with the tolerance of ``prec``; keep the worst."""
+    T = int(y.size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tol = linearity_tolerance(
+            None, y, dx, xi, A=fit.A, M=fit.M, c=fit.c, unit=prec.u, tiny=prec.tiny
+        )
         ratio = np.where(res == 0, 0.0, res / np.maximum(tol, np.finfo(float).tiny))
     ratio = np.where(np.isfinite(ratio), ratio, np.inf)
     t = int(np.argmax(ratio))
-    if ratio[t] >= fit.worst_ratio:  # the residual where the ratio is worst
-        fit.worst, fit.worst_ratio = float(res[t]), float(ratio[t])
-    if ratio[t] > 1.0:
+    worst, worst_ratio, failed = fit.track.get(prec.name, (0.0, 0.0, None))
+    if ratio[t] >= worst_ratio:  # the residual where the ratio is worst
+        worst, worst_ratio = float(res[t]), float(ratio[t])
+    if ratio[t] > 1.0 and failed is None:
         ladder = (
             " — clipped, rounded, saturated or bounded noise is not the claimed law"
-            if point.what.startswith("noise ladder")
+            if what.startswith("noise ladder")
             else ""
         )
-        findings.append(
-            Finding(
-                "not-linear",
-                f"not linear in its input/noise: on {point.what} output t={t + 1} is "
-                f"{float(y[t])!r} but the linear fit gives {float(pred[t])!r} "
-                f"(residual {res[t]:.3g}, {ratio[t]:.3g} × the rounding tolerance "
-                f"{tol[t]:.3g}){ladder}",
-                T,
-            )
+        where = "" if prec.name == "float64" else f" of {prec.name}"
+        failed = Finding(
+            "not-linear",
+            f"not linear in its input/noise: on {what} output t={t + 1} is "
+            f"{float(y[t])!r} but the linear fit gives {float(pred[t])!r} "
+            f"(residual {res[t]:.3g}, {ratio[t]:.3g} × the rounding tolerance{where} "
+            f"{tol[t]:.3g}){ladder}",
+            T,
         )
-        return False
-    return True
+    fit.track[prec.name] = (worst, worst_ratio, failed)
 
 
 def _not_reproducible(y: FloatArray, y2: FloatArray, T: int, what: str) -> Finding:
@@ -541,6 +571,7 @@ def exact_audit(
     sampled: Any = None,
     timeout: float | None = 60.0,
     memory_limit: int | None = 4 << 30,
+    precision: str = "auto",
 ) -> StructuralReport:
     """The exact privacy loss of a noise-injectable target at T = ``horizon``.
 
@@ -564,8 +595,13 @@ def exact_audit(
     (:class:`~dpref.audit.isolation.runners.WorkerRunner`, ``timeout`` seconds per call,
     ``memory_limit`` bytes); a spec is imported only there.  ``runner`` replaces that
     (``run(stream, script) -> (outputs, requests)``, see :mod:`dpref.audit.isolation.runners`).
+    ``precision`` (``auto``, ``float64``, ``float32``) is the error model of the
+    target's rounding (:mod:`dpref.audit.injected.rounding`); under float32 the report states
+    the rounding slack — an interval holding the loss of every real linear structure
+    the probes allow — and the verdict rests on it.
     """
     start = time.perf_counter()
+    precision = check_precision(precision)
     T = check_int_range("horizon", horizon, 1, MAX_EXACT_HORIZON)
     claimed, claimed_rho, claimed_mu, view = _claims(epsilon, rho, mu, privacy)
     checks = check_int_range("checks", checks, 1, MAX_CHECKS)
@@ -584,7 +620,9 @@ def exact_audit(
     try:
         if isinstance(run, WorkerRunner):
             proto = run.start(T)
-        structure, findings = recover_structure(run, T, dom, rng=rng, checks=checks)
+        structure, findings = recover_structure(
+            run, T, dom, rng=rng, checks=checks, precision=precision
+        )
     except CallFailure as failed:  # the worker could not even be started
         findings = [failed.finding]
     finally:
@@ -605,104 +643,19 @@ def exact_audit(
         report.sampled_lower_bound = None if lb is None else float(lb)
         if report.privacy == "pure" or lb is not None:
             report.sampled_confidence = float(sampled.confidence)
+    if precision != "auto":  # what was requested, also when the probing stopped early
+        report.precision = precision
     if structure is not None:
+        report.precision = structure.precision
+        report.precision_source = structure.precision_source
+        prec = FLOAT64 if structure.precision == "float64" else FLOAT32
         if law == "normal" or (law == "none" and report.privacy != "pure"):
-            _fill_gaussian(report, structure, dom.sensitivity)
-            _certify_gaussian(report, structure, dom)
+            fill_gaussian(report, structure, dom.sensitivity)
+            certify_gaussian(report, structure, dom, prec)
         else:
-            _fill(report, structure, dom.sensitivity)
-            _certify_laplace(report, structure, dom)
+            fill(report, structure, dom.sensitivity)
+            certify_laplace(report, structure, dom, prec)
+        if prec is not FLOAT64:
+            fill_slack(report, structure, dom, prec)
     report.seconds = time.perf_counter() - start
     return report
-
-
-def _certify_gaussian(report: StructuralReport, s: Structure, dom: Domain) -> None:
-    """When μ² exceeds the claim, the rounding-proof lower bound of the deciding item."""
-    claim = report.claimed_mu_squared
-    if claim is None or report.privacy == "pure" or report.mu_item is None:
-        return
-    if not report.mu_infinite and (report.mu_squared is None or report.mu_squared <= claim):
-        return
-    base, probe = _domain_base(dom)
-    i = report.mu_item - 1
-    lower, infinite = mu_squared_lower_bound(s.M, s.A[:, i], s.c, dom.sensitivity, probe - base)
-    report.mu_squared_lower, report.mu_lower_infinite = lower, infinite
-
-
-def _certify_laplace(report: StructuralReport, s: Structure, dom: Domain) -> None:
-    """When the Laplace loss exceeds the ε claim, the rounding-proof lower bound of the
-    deciding item (:func:`~dpref.audit.gaussian.l2loss.mu_squared_lower_bound` with ``l1=True``)."""
-    claim = report.claimed
-    if claim is None or report.item is None or report.scope == "unavailable":
-        return
-    if not report.infinite and (report.epsilon is None or report.epsilon <= claim):
-        return
-    base, probe = _domain_base(dom)
-    i = report.item - 1
-    lower, infinite = mu_squared_lower_bound(
-        s.M, s.A[:, i], s.c, dom.sensitivity, probe - base, l1=True
-    )
-    report.epsilon_lower_rounding, report.epsilon_lower_infinite = lower, infinite
-
-
-def _fill_common(report: StructuralReport, s: Structure) -> None:
-    report.basis = basis_text(s.horizon, int(s.M.shape[1]), s.checks, s.law)
-    report.draws = int(s.M.shape[1])
-    report.distinct_scales = sorted({float(b) for b in s.scales.tolist()})
-    report.residual, report.residual_ratio, report.calls = s.residual, s.residual_ratio, s.calls
-
-
-def _fill(report: StructuralReport, s: Structure, delta: Fraction) -> None:
-    losses = item_losses(s.M, s.A, delta)
-    _fill_common(report, s)
-    report.rank, report.used_draws = losses.rank, losses.used
-    report.item_epsilons = list(losses.upper)
-    report.certified = losses.certified
-    report.notes += losses.notes
-    report.scope = "exact" if losses.method == "unique" else "upper bound"
-    inf = [i for i, u in enumerate(losses.upper) if u is None]
-    if inf:
-        report.infinite = True
-        report.item = inf[0] + 1
-        return
-    finite = [u for u in losses.upper if u is not None]
-    top = max(finite)
-    i = finite.index(top)
-    report.item = i + 1
-    report.epsilon = top
-    report.epsilon_lower = max(q for q in losses.lower if q is not None)
-    report.epsilon_stated = stated_epsilon(top, report.claimed)
-
-
-def _fill_gaussian(report: StructuralReport, s: Structure, delta: Fraction) -> None:
-    """The exact μ of normal draws; in the pure view also the pure loss (0 or ∞)."""
-    mus: ItemMuSquared = item_mu_squared(s.M, s.A, delta)
-    _fill_common(report, s)
-    report.rank, report.used_draws, report.free_draws = mus.rank, mus.used, mus.free
-    report.mu_method = mus.method
-    report.item_mu_squared = list(mus.mu_squared)
-    report.scope = "exact"
-    report.certified = True
-    inf = [i for i, q in enumerate(mus.mu_squared) if q is None]
-    if inf:
-        report.mu_infinite = True
-        report.mu_item = inf[0] + 1
-    else:
-        finite = [q for q in mus.mu_squared if q is not None]
-        top = max(finite)
-        report.mu_item = finite.index(top) + 1
-        report.mu_squared = top
-        report.mu_squared_stated = stated_epsilon(top, report.claimed_mu_squared)
-    # the pure view: a shift v ≠ 0 of standard normal noise has an unbounded density
-    # ratio, and an uncovered shift is infinite too, so ε_i is 0 exactly when item i
-    # moves no output, else ∞
-    moves = [bool(np.any(s.A[:, i] != 0.0)) for i in range(s.A.shape[1])]
-    report.item_epsilons = [None if m else Fraction(0) for m in moves]
-    if report.privacy == "pure":
-        report.infinite = any(moves)
-        report.item = moves.index(True) + 1 if any(moves) else 1
-        if not report.infinite:
-            report.epsilon = report.epsilon_lower = report.epsilon_stated = Fraction(0)
-    else:
-        report.infinite = report.mu_infinite
-        report.item = report.mu_item

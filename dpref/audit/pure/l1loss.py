@@ -119,6 +119,13 @@ class ItemLosses:
     certified: bool
     """Every finite U_i comes from an exactly feasible v (else some are floats)."""
     notes: list[str] = field(default_factory=list)
+    vectors: list[FloatArray | None] = field(default_factory=list)
+    """The LP's v per item (on the used columns; ``lp`` only, None where there is none):
+    what :func:`~dpref.audit.injected.rounding.loss_upper_bounds` perturbs."""
+    duals: list[FloatArray | None] = field(default_factory=list)
+    """The LP's dual u per item (length T, 0 off the rows the LP kept; ``lp`` only): a
+    candidate for the rounding-proof lower bound
+    (:func:`~dpref.audit.gaussian.l2loss.mu_squared_lower_bound`)."""
 
 
 def item_losses(M: FloatArray, A: FloatArray, delta: Fraction) -> ItemLosses:
@@ -165,6 +172,8 @@ def _lp_losses(
     upper: list[Fraction | None] = []
     duals: list[FloatArray | None] = []
     certified = True
+    vectors: list[FloatArray | None] = [None] * n_items
+    full_duals: list[FloatArray | None] = [None] * n_items
     rows_idx = np.sort(qr(Mu.T, pivoting=True, mode="r")[1][:rank]) if k else np.zeros(0, int)
     Mi = Mu[rows_idx]
     zero_rows = [t for t in range(T) if not np.any(Mu[t] != 0.0)]
@@ -193,6 +202,7 @@ def _lp_losses(
         if res.status != 0:
             raise ParameterError(f"linprog failed on item {i + 1}: {res.message}")
         v = res.x[:k] - res.x[k:]
+        vectors[i] = np.asarray(v, dtype=np.float64)
         exact = _exact_primal(Mu, A[:, i], delta, v)
         if exact is None:
             certified = False
@@ -201,6 +211,9 @@ def _lp_losses(
         else:
             upper.append(exact)
         duals.append(np.asarray(res.eqlin.marginals, dtype=np.float64))
+        full = np.zeros(T)
+        full[rows_idx] = duals[-1]
+        full_duals[i] = full
     # a dual certificate for the items attaining the maximum; 0 (trivially valid) elsewhere
     lower: list[Fraction | None] = [None if u is None else Fraction(0) for u in upper]
     finite = [u for u in upper if u is not None]
@@ -211,7 +224,7 @@ def _lp_losses(
             lower[i] = min(u, _exact_dual_bound(Mi, A[rows_idx, i], delta, dual))
         elif u is not None and dual is None:
             lower[i] = u  # zero column of A: the loss is 0 exactly
-    return ItemLosses(upper, lower, "lp", rank, k, certified, notes)
+    return ItemLosses(upper, lower, "lp", rank, k, certified, notes, vectors, full_duals)
 
 
 def _exact_primal(Mu: FloatArray, a: FloatArray, delta: Fraction, v: FloatArray) -> Fraction | None:

@@ -122,6 +122,32 @@ class StructuralReport:
     basis: str = ""
     """What the exactness rests on: the probes that verified the structure
     (:func:`~dpref.audit.injected.exact_probes.basis_text`)."""
+    precision: str = "float64"
+    """The error model of the target's rounding: ``float64`` or ``float32``
+    (:mod:`dpref.audit.injected.rounding`)."""
+    precision_source: str = "requested"
+    """How the precision was chosen (``requested``, or auto-detected, in words)."""
+    unit_roundoff: Fraction | None = None
+    """The unit roundoff of a non-float64 precision (2⁻²⁴ for float32), exactly."""
+    slack_lower: Fraction | None = None
+    """Non-float64 precision: a lower bound on the loss (μ², or ε) of every real linear
+    structure the probes allow under the error model — what a violation rests on."""
+    slack_upper: Fraction | None = None
+    """Non-float64 precision: the matching upper bound (None: not certified, see
+    :attr:`slack_note`)."""
+    slack_note: str = ""
+    """Why the upper slack was not certified (empty when it was)."""
+    lp_vectors: list[Any] | None = None
+    """The LP's v per item (Laplace draws, dependent columns), for the slack."""
+    ladder_top: str = "1e300"
+    """The output magnitude the noise ladder reached (``1e36`` under float32)."""
+    lp_duals: list[Any] | None = None
+    """The LP's dual u per item (Laplace draws, dependent columns), for the slack."""
+
+    @property
+    def slack(self) -> bool:
+        """True when the verdict rests on a rounding slack (a non-float64 precision)."""
+        return self.precision != "float64"
 
     @property
     def available(self) -> bool:
@@ -177,7 +203,7 @@ class StructuralReport:
             if self.mu_infinite:
                 return "violation" if self._certified_above(claim) else "undetermined"
             assert self.mu_squared is not None and self.mu_squared_stated is not None
-            outcome = _compare(self.mu_squared, self.mu_squared_stated, claim, True)
+            outcome = _compare(self.mu_squared, self.mu_squared_stated, claim, True, self.slack)
             if outcome == "violation" and not self._certified_above(claim):
                 return "undetermined"
             return outcome
@@ -194,7 +220,9 @@ class StructuralReport:
         if self.infinite:
             return "violation" if rounding_proof else "undetermined"
         assert self.epsilon is not None and self.epsilon_stated is not None
-        outcome = _compare(self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact")
+        outcome = _compare(
+            self.epsilon, self.epsilon_stated, self.claimed, self.scope == "exact", self.slack
+        )
         return "undetermined" if outcome == "violation" and not rounding_proof else outcome
 
     def _certified_above(self, claim: Fraction) -> bool:
@@ -233,8 +261,16 @@ class StructuralReport:
             )
         if self.privacy != "pure" and outcome in _GDP_TEXT:
             what = "2ρ" if self.privacy == "zcdp" else "μ²"
-            return _GDP_TEXT[outcome].replace("{claim}", what)
-        return _VERDICT_TEXT[outcome]
+            text = _GDP_TEXT[outcome].replace("{claim}", what)
+        else:
+            text = _VERDICT_TEXT[outcome]
+        if self.slack and outcome == "holds-within-rounding":
+            what = "2ρ" if self.privacy == "zcdp" else "μ²" if self.privacy == "gdp" else "ε"
+            return (
+                f"holds up to {self.precision} rounding: the claimed {what} lies within the "
+                "rounding slack of the loss (see the slack line)"
+            )
+        return text
 
     @property
     def exit_code(self) -> int:
@@ -307,6 +343,19 @@ class StructuralReport:
             "epsilon_lower_infinite": self.epsilon_lower_infinite,
             "mu_lower_infinite": self.mu_lower_infinite,
             "basis": self.basis,
+            "precision": self.precision,
+            "precision_source": self.precision_source,
+            "unit_roundoff": s(self.unit_roundoff),
+            "rounding_slack": None
+            if not self.slack
+            else {
+                "lower": s(self.slack_lower),
+                "upper": s(self.slack_upper),
+                "lower_float": None if self.slack_lower is None else float(self.slack_lower),
+                "upper_float": None if self.slack_upper is None else float(self.slack_upper),
+                "of": "epsilon" if self.privacy == "pure" else "mu_squared",
+                "upper_not_certified": self.slack_note or None,
+            },
         }
 
     def _claim_line(self) -> str | None:
@@ -328,7 +377,8 @@ class StructuralReport:
             f"{self.used_draws} reach the outputs, rank M = {self.rank}; A is "
             f"{self.horizon}×{self.horizon}",
             f"linearity   verified on structured and random streams, random {ξ} and a noise "
-            f"ladder 1e-310..1e300: worst residual {self.residual_ratio:.3g} × the rounding "
+            f"ladder 1e-310..{self.ladder_top}: worst residual "
+            f"{self.residual_ratio:.3g} × the {'float32 ' if self.slack else ''}rounding "
             f"tolerance; reproducible; {self.calls} calls",
         ]
 
@@ -346,7 +396,7 @@ class StructuralReport:
         value = (
             _show(stated)
             if stated == self.mu_squared
-            else f"{_show(stated)} (to 10⁻¹²; exactly {_show(self.mu_squared)})"
+            else f"{_show(stated)} ({self._near}; exactly {_show(self.mu_squared)})"
         )
         rho = self.rho
         assert rho is not None and stated is not None
@@ -381,7 +431,7 @@ class StructuralReport:
         value = (
             f"{_show(stated)}"
             if stated == self.epsilon
-            else (f"{_show(stated)} (to 10⁻¹²; exactly {_show(self.epsilon)})")
+            else (f"{_show(stated)} ({self._near}; exactly {_show(self.epsilon)})")
         )
         lines = [f"{kind} ε = {value}{where}"]
         if self.gaussian:
@@ -397,6 +447,43 @@ class StructuralReport:
                 "            upper bound on the loss of the released vector: min-L1 LP "
                 f"(HiGHS), certified LP optimum in [{_show(lo)}, {_show(self.epsilon)}]"
             )
+        return lines
+
+    @property
+    def _near(self) -> str:
+        """How close the readable value is to the exact one."""
+        return f"within the {self.precision} slack" if self.slack else "to 10⁻¹²"
+
+    def _slack_lines(self) -> list[str]:
+        """The precision and the rounding slack (non-float64 precision only)."""
+        if not self.slack:
+            return []
+        u = self.unit_roundoff
+        sup = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+        unit = f"2⁻{str(u.denominator.bit_length() - 1).translate(sup)}" if u else "?"
+        lines = [
+            f"precision   {self.precision} (unit roundoff u = {unit}; {self.precision_source})"
+        ]
+        sym = "ε" if self.privacy == "pure" else "μ²"
+        if self.privacy == "pure" and self.scope == "upper bound":
+            sym = "ε (the LP bound)"
+        lo, hi = self.slack_lower, self.slack_upper
+        if lo is None:
+            if self.slack_note:
+                lines.append(f"slack       {self.slack_note}")
+            return lines
+        value = self.epsilon if self.privacy == "pure" else self.mu_squared
+        rel = ""
+        if value and hi is not None:
+            rel = f" (±{float(max(hi - value, value - lo) / value):.2g} relative)"
+        upper = f"{float(hi):.12g}" if hi is not None else "not certified"
+        lines.append(
+            f"slack       {sym} ∈ [{float(lo):.12g}, {upper}]{rel} for every real linear "
+            f"structure within the {self.precision} rounding of the probes (each output a "
+            "sum of ≤ T + K + 1 terms with error ≤ 4(n + 1)·u·Σ|terms|; docs/auditing.md §9)"
+        )
+        if hi is None and self.slack_note:
+            lines.append(f"            upper end not certified: {self.slack_note}")
         return lines
 
     def summary(self) -> str:
@@ -425,6 +512,7 @@ class StructuralReport:
                 lines += self._mu_lines()
             if not self.gaussian or self.privacy == "pure":
                 lines += self._epsilon_lines()
+            lines += self._slack_lines()
         if self.sampled_lower_bound is not None:
             sym = "ε" if self.privacy == "pure" else "μ"
             lines.append(
@@ -450,12 +538,16 @@ def _rounding_line(symbol: str, bounded: str, infinite: bool, lower: Fraction | 
     ]
 
 
-def _compare(value: Fraction, stated: Fraction, claim: Fraction, exact: bool) -> str:
-    """The outcome of an exact (or upper-bound) loss ``value`` against ``claim``."""
+def _compare(
+    value: Fraction, stated: Fraction, claim: Fraction, exact: bool, slack: bool = False
+) -> str:
+    """The outcome of an exact (or upper-bound) loss ``value`` against ``claim``
+    (``slack``: ``stated`` is the claim when the claim lies within the rounding slack,
+    on either side of the value)."""
     if value == claim:
         return "holds-exactly"
     if stated == claim:
-        return "holds-within-rounding" if value > claim else "holds-exactly"
+        return "holds-within-rounding" if value > claim or slack else "holds-exactly"
     if value <= claim:
         return "over-noised"
     # an exact loss above the claim refutes it; an upper bound above it does not
