@@ -15,6 +15,9 @@ annotations: ``<autoref identifier="PATH" optional><code>TITLE</code></autoref>`
   ``fractions.Fraction`` never breaks ``mkdocs build --strict``.
 * TITLE follows Sphinx: ``~a.b.C`` shows ``C``; functions and methods get ``()``.
 
+Formula spans (``2^{lsb(t)}``, ``Lap(LΔ/ε)``) become math through docs_build/mathspans.py, as
+on the pages.
+
 ``convert`` is a pure function so that tests/test_site.py can check every docstring cheaply.
 """
 
@@ -22,10 +25,16 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import griffe
+
+# griffe loads this file by path (mkdocs.yml), so its sibling is found through sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mathspans import convert_markdown  # noqa: E402
 
 ROLE = re.compile(r":(?:py:)?(class|func|meth|attr|mod|data|exc|obj|const):`(?P<body>[^`]+)`")
 """A Sphinx Python-domain role; the body is ``target``, ``~target`` or ``title <target>``."""
@@ -98,4 +107,6 @@ class SphinxRoles(griffe.Extension):
             seen.add(id(obj))
             if obj.docstring is not None and ":" in obj.docstring.value:
                 obj.docstring.value = convert(obj.docstring.value, _resolver(obj))
+            if obj.docstring is not None:
+                obj.docstring.value = convert_markdown(obj.docstring.value, double=True)
             stack.extend(obj.members.values())
