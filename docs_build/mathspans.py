@@ -35,10 +35,12 @@ SUBSCRIPT = dict(zip("₀₁₂₃₄₅₆₇₈₉", "0123456789", strict=True
 COMBINING = {"\u0302": r"\hat", "\u0303": r"\tilde", "\u0304": r"\bar"}
 FUNCTIONS = {"log", "ln", "exp", "max", "min", "sup", "inf", "lim", "sin", "cos", "det", "Pr"}
 OPERATORS = {"lsb", "popcount", "bits", "Var", "Lap", "Cov", "Geom", "sign", "rank", "diag",
-             "tr", "poly", "polylog", "argmin", "argmax", "mod", "round", "floor", "ceil", "nnz"}  # fmt: skip
+             "tr", "poly", "polylog", "argmin", "argmax", "round", "floor", "ceil",
+             "nnz"}  # fmt: skip
 
 WORDS = {"if", "for", "and", "or", "otherwise", "else", "odd", "even", "with", "where", "when",
-         "all", "the", "each", "every", "some", "not", "is", "of", "in", "to", "at", "else", "from", "by"}  # fmt: skip
+         "all", "the", "each", "every", "some", "not", "is", "of", "in", "to", "at", "from",
+         "by"}  # fmt: skip
 
 MATH_SIGN = re.compile(r"\^|_\{|[ΣΠ∏⌊⌈√≤≥∈∋≈∝·²³⁰¹⁴⁵⁶⁷⁸⁹⁻₀₁₂₃₄₅₆₇₈₉εδρΔαβγσλθκζωμτℓΩΘΦ∞≠⊆…]")
 CODE_SIGN = re.compile(
@@ -160,7 +162,7 @@ def convert_markdown(text: str, *, double: bool = False) -> str:
             continue
         in_table = line.lstrip().startswith("|")
 
-        def one(m: re.Match[str]) -> str:
+        def one(m: re.Match[str], in_table: bool = in_table) -> str:
             body = m.group(1)
             return f"${tex(body, in_table=in_table)}$" if is_math(body) else m.group(0)
 

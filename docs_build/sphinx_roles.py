@@ -34,7 +34,7 @@ import griffe
 
 # griffe loads this file by path (mkdocs.yml), so its sibling is found through sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mathspans import convert_markdown  # noqa: E402
+from mathspans import convert_markdown
 
 ROLE = re.compile(r":(?:py:)?(class|func|meth|attr|mod|data|exc|obj|const):`(?P<body>[^`]+)`")
 """A Sphinx Python-domain role; the body is ``target``, ``~target`` or ``title <target>``."""

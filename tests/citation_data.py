@@ -105,7 +105,9 @@ def build() -> dict[str, Any]:
         "version": str(cff["version"]),
         "date_released": str(cff["date-released"]),
         "license": cff.get("license"),
-        "authors": [a.get("name") or f"{a['given-names']} {a['family-names']}" for a in cff["authors"]],
+        "authors": [
+            a.get("name") or f"{a['given-names']} {a['family-names']}" for a in cff["authors"]
+        ],
         "abstract": " ".join(str(cff.get("abstract", "")).split()),
         "message": cff.get("message"),
     }
