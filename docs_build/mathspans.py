@@ -87,7 +87,13 @@ def tex(span: str, *, in_table: bool = False) -> str:
             j = i
             while j < len(span) and span[j] in table:
                 j += 1
-            out.append(mark + "{" + "".join(table[c] for c in span[i:j]) + "}")
+            digits = "".join(table[c] for c in span[i:j])
+            word = re.match(r"_([A-Za-z]+)", span[j:]) if mark == "_" else None
+            if word:  # p₁_low: one subscript, not a double one
+                name = word.group(1)
+                digits += "," + (name if len(name) == 1 else r"\mathit{" + name + "}")
+                j += word.end()
+            out.append(mark + "{" + digits + "}")
             i = j
             continue
         if i + 1 < len(span) and span[i + 1] in COMBINING:

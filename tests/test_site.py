@@ -98,6 +98,7 @@ def test_role_conversion() -> None:
         ("{2^{k−1}+1 … 2^k}", r"\{2^{k-1}+1 \dots  2^k\}"),
         ("√(2ρ)", r"\sqrt{2\rho}"),
         ("4ε/2^32", r"4\varepsilon /2^{32}"),
+        ("Φ⁻¹(p₁_low)", r"\Phi ^{-1}(p_{1,\mathit{low}})"),
     ],
 )
 def test_formula_spans_become_tex(span: str, tex: str) -> None:
