@@ -15,6 +15,7 @@ annotations: ``<autoref identifier="PATH" optional><code>TITLE</code></autoref>`
   ``fractions.Fraction`` never breaks ``mkdocs build --strict``.
 * TITLE follows Sphinx: ``~a.b.C`` shows ``C``; functions and methods get ``()``.
 
+Pages named in prose (``docs/spec.md §2.4``) become links to the site's page and section.
 Formula spans (``2^{lsb(t)}``, ``Lap(LΔ/ε)``) become math through docs_build/mathspans.py, as
 on the pages.
 
@@ -69,6 +70,33 @@ def convert(text: str, resolve: Callable[[str], str] | None = None) -> str:
     return ROLE.sub(one, text)
 
 
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOC_REF = re.compile(
+    r"(?<![\w/`\"'\[<])(?<!\]\()docs/(?P<page>[\w/-]+\.md)(?P<section> §(?P<s>\d+(?:\.\d+)*))?"
+)
+"""A page of the site named in prose (``docs/spec.md §2.4``), to become a link."""
+
+
+def link_docs(text: str, docs: Path = DOCS) -> str:
+    """Turn ``docs/PAGE.md [§N]`` in prose (not in code) into a link from the API pages.
+
+    The API pages live in ``docs/api/``, so the target is ``../PAGE.md``; a section number
+    becomes the ``sN`` anchor when the page defines it (docs/spec.md does).
+    """
+
+    def one(match: re.Match[str]) -> str:
+        page = docs / match.group("page")
+        if not page.is_file():
+            return match.group(0)
+        target = f"../{match.group('page')}"
+        if match.group("s") and f'<a id="s{match.group("s")}">' in page.read_text("utf-8"):
+            target += f"#s{match.group('s')}"
+        return f"[{match.group(0)}]({target})"
+
+    parts = re.split(r"(``[^`]*``|`[^`]*`)", text)
+    return "".join(p if p.startswith("`") else DOC_REF.sub(one, p) for p in parts)
+
+
 def _resolver(obj: griffe.Object | griffe.Alias) -> Callable[[str], str]:
     """Resolve a role target the way Python would see the name from inside ``obj``."""
 
@@ -108,5 +136,6 @@ class SphinxRoles(griffe.Extension):
             if obj.docstring is not None and ":" in obj.docstring.value:
                 obj.docstring.value = convert(obj.docstring.value, _resolver(obj))
             if obj.docstring is not None:
-                obj.docstring.value = convert_markdown(obj.docstring.value, double=True)
+                value = convert_markdown(obj.docstring.value, double=True)
+                obj.docstring.value = link_docs(value)
             stack.extend(obj.members.values())

@@ -57,9 +57,13 @@ def _converted() -> list[Path]:
     return sorted(p for pattern in CONVERTED for p in (ROOT / "docs").glob(pattern))
 
 
+def _outside_fences(text: str) -> str:
+    return re.sub(r"^(\s*)(```|~~~).*?^\1\2", "", text, flags=re.S | re.M)
+
+
 def _outside_math_and_code(text: str) -> str:
     """Markdown ``text`` without fenced blocks, ``$$…$$``, ``$…$`` and code spans."""
-    text = re.sub(r"^(\s*)(```|~~~).*?^\1\2", "", text, flags=re.S | re.M)
+    text = _outside_fences(text)
     text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
     text = re.sub(r"\$[^$\n]+\$", "", text)
     return re.sub(r"`[^`\n]+`", "", text)
@@ -130,6 +134,9 @@ def test_fenced_blocks_are_never_rewritten() -> None:
 def test_page_has_no_pseudo_latex_outside_math(page: Path) -> None:
     rest = _outside_math_and_code(page.read_text(encoding="utf-8"))
     assert "^{" not in rest, page
+    # A heading's math would reach the table of contents as raw TeX.
+    headings = re.findall(r"^#+ .*$", _outside_fences(page.read_text(encoding="utf-8")), re.M)
+    assert not [h for h in headings if "$" in h], page
 
 
 @pytest.mark.parametrize("page", _converted(), ids=lambda p: str(p.relative_to(ROOT / "docs")))
@@ -177,3 +184,13 @@ def test_built_site_has_no_raw_role_and_renders_the_math(tmp_path: Path) -> None
     assert not problems, problems
     for card in sorted((site / "mechanisms").glob("*/index.html")):
         assert 'class="arithmatex"' in card.read_text(encoding="utf-8"), card
+
+
+def test_docs_pages_named_in_docstrings_become_links() -> None:
+    text = (
+        "as (docs/spec.md §2.4) says; ``docs/spec.md`` and docs/nothere.md stay; [x](docs/spec.md)"
+    )
+    assert sphinx_roles.link_docs(text) == (
+        "as ([docs/spec.md §2.4](../spec.md#s2.4)) says; ``docs/spec.md`` and docs/nothere.md "
+        "stay; [x](docs/spec.md)"
+    )
