@@ -105,7 +105,15 @@ def tex(span: str, *, in_table: bool = False) -> str:
             out.append(ch + "{" + digits.group(0) + "}")
             i += 1 + digits.end()
             continue
-        if ch == " " and 0 < i < len(span) - 1 and span[i - 1].isalpha() and span[i + 1].isalpha():
+        if (
+            ch == " "
+            and 0 < i < len(span) - 1
+            and span[i - 1].isascii()
+            and span[i - 1].isalpha()
+            and span[i + 1].isascii()
+            and span[i + 1].isalpha()
+            and not (out and out[-1].endswith(" "))  # after \log : TeX spaces it already
+        ):
             out.append(r"\ ")
             i += 1
             continue
