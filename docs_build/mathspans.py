@@ -35,7 +35,7 @@ SUBSCRIPT = dict(zip("₀₁₂₃₄₅₆₇₈₉", "0123456789", strict=True
 COMBINING = {"\u0302": r"\hat", "\u0303": r"\tilde", "\u0304": r"\bar"}
 FUNCTIONS = {"log", "ln", "exp", "max", "min", "sup", "inf", "lim", "sin", "cos", "det", "Pr"}
 OPERATORS = {"lsb", "popcount", "bits", "Var", "Lap", "Cov", "Geom", "sign", "rank", "diag",
-             "tr", "poly", "polylog", "argmin", "argmax", "round", "floor", "ceil",
+             "tr", "poly", "polylog", "binom", "argmin", "argmax", "round", "floor", "ceil",
              "nnz"}  # fmt: skip
 
 WORDS = {"if", "for", "and", "or", "otherwise", "else", "odd", "even", "with", "where", "when",
@@ -46,11 +46,19 @@ MATH_SIGN = re.compile(r"\^|_\{|[ΣΠ∏⌊⌈√≤≥∈∋≈∝·²³⁰¹�
 CODE_SIGN = re.compile(
     r"[\"`$\\]|'.*'|[A-Za-z_]{2,}=|--|>>>|\bdpref\b|\.py\b|\.md\b|\b[a-z_]+\.[a-z_]+\(|\bnp\.|\bNone\b|\bTrue\b"
     r"|\bFalse\b|\bdef\b|\bimport\b|\blambda\b|\w\[\d*:|\b[A-Z][a-z]+[A-Z]\w*\(|[a-z]{2,}_[a-z]{2,}"
+    r"|\bFraction\(|\b(?:delta|epsilon|rho)\(|\b[A-Z]\w*\.[a-z_]+\(|\w: [a-z]{3,}"
 )
 
 
 def is_math(span: str) -> bool:
-    """Whether a code span's text is a formula rather than code."""
+    """Whether a code span's text is a formula rather than code.
+
+    Code: Python (keyword arguments, quotes, dotted calls, flags), messages (``k=4: must be
+    odd``) and labels that open with a word (``sensitivity S(α)``, a row of ``dpref verify``).
+    """
+    label = re.match(r"([a-z]{5,}) ", span)
+    if label and label.group(1) not in FUNCTIONS | OPERATORS | WORDS:
+        return False
     return bool(MATH_SIGN.search(span)) and not CODE_SIGN.search(span)
 
 

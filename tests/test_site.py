@@ -118,6 +118,10 @@ def test_formula_spans_become_tex(span: str, tex: str) -> None:
         '"2^20"',
         "factorization_lower_bound(ρ, T)",
         "KaryTree(k=2)",
+        "k=4: must be odd …",
+        "sensitivity S(α)",
+        "Binary.levels(2^k − 1)",
+        "Fraction(σ_float)² ≥ σ²",
     ],
 )
 def test_code_spans_stay_code(span: str) -> None:
