@@ -447,7 +447,7 @@ class Binary(_UniformCounting):
     the budget is ``L · ε/L = ε``.
 
     **Pitfall.** The lecture's ``ε' = ε/log T`` undercounts the levels: item 1 is in
-    the nodes ending at 1, 2, 4, …, 2^{L−1} — ``⌊log₂T⌋ + 1`` of them.  With
+    the nodes ending at 1, 2, 4, …, ``2^{L−1}`` — ``⌊log₂T⌋ + 1`` of them.  With
     ``Lap(log₂T/ε)`` per node the real loss is ``ε(⌊log₂T⌋+1)/log₂T`` (1.29ε at
     T = 5, and infinite at T = 1 where log₂T = 0); code that sizes its level arrays
     by ``⌈log₂T⌉`` also overflows when T is a power of two.  dpref uses
