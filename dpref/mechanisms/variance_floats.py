@@ -1,0 +1,123 @@
+"""Per-step variances as correctly rounded floats from a vectorised exact form.
+
+:meth:`Mechanism.variance` returns ``float(Var(out_t))`` for t = 1..T, each the float
+nearest the exact value.  Building one :class:`~fractions.Fraction` per step and converting
+it costs seconds at T = 2²⁰ (``MAX_VARIANCE_STEPS``).  When the class gives
+:meth:`~dpref.mechanisms.base.Mechanism.variance_counts` — ``Var(out_t) = Σ_i u_i·n_{i,t}``
+with a few exact units ``u_i`` and integer counts — :func:`counts_to_floats` gives the same
+floats without a per-step Fraction:
+
+* the units are put over one denominator: ``u_i = P_i/Q`` (integers), so
+  ``Var(out_t) = N_t/Q`` with the integer ``N_t = Σ_i P_i n_{i,t}``;
+* when every ``N_t`` and Q are below 2⁵³ (the usual case: ε and ρ with small
+  denominators), ``N_t`` is summed in int64 and divided in float64 — both operands exact,
+  so the one IEEE division is correctly rounded;
+* otherwise (e.g. Honaker's optimised weights, 140-bit units) the rows of counts are
+  grouped so that each group's distinct columns are few (found by ``numpy.unique``), and
+  ``Σ_{i∈g} P_i n_{i,t}`` is computed once per distinct column of group g, as a Python
+  integer; with one group, each distinct ``N/Q`` is rounded once (CPython's ``int / int``
+  is correctly rounded) and spread back by index; with several, ``N_t`` is the sum of the
+  groups' table entries and ``N_t/Q`` is rounded per step (integer additions and one
+  division per step: no Fraction).
+
+Either way each float is the nearest to the exact ``N_t/Q``: the same float as
+``float(variance_exact(T)[t−1])`` (``tests/test_variance_range.py`` compares both for every
+registered mechanism).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+__all__ = ["counts_to_floats"]
+
+_EXACT_FLOAT = 1 << 53
+"""Integers below this are exact in float64."""
+_GROUP_DISTINCT = 1 << 16
+"""Largest product of per-row value ranges put in one group of :func:`counts_to_floats`
+(its exact table then has at most this many entries)."""
+
+
+def _row_groups(n: npt.NDArray[np.int64]) -> list[list[int]]:
+    """Rows grouped greedily so that each group's mixed-radix code space (the product of
+    ``max − min + 1`` over its rows) stays ≤ :data:`_GROUP_DISTINCT` (a row alone may exceed it)."""
+    groups: list[list[int]] = []
+    size = 0
+    for i in range(n.shape[0]):
+        span = int(n[i].max()) - int(n[i].min()) + 1 if n.shape[1] else 1
+        if groups and size * span <= _GROUP_DISTINCT:
+            groups[-1].append(i)
+            size *= span
+        else:
+            groups.append([i])
+            size = span
+    return groups
+
+
+def _group_table(
+    rows: npt.NDArray[np.int64], coefficients: list[int]
+) -> tuple[list[int], npt.NDArray[np.intp]]:
+    """``(table, index)``: ``Σ_i coefficients_i·rows_{i,t} = table[index[t]]`` exactly, the
+    table over the distinct columns of ``rows``."""
+    if rows.shape[0] == 1:
+        values, inverse = np.unique(rows[0], return_inverse=True)
+        c = coefficients[0]
+        return [c * v for v in values.tolist()], inverse.reshape(-1)
+    lows = rows.min(axis=1)
+    spans = (rows.max(axis=1) - lows + 1).tolist()
+    code = np.zeros(rows.shape[1], dtype=np.int64)
+    for i, span in enumerate(spans):  # mixed radix: the product is ≤ _GROUP_DISTINCT
+        code = code * span + (rows[i] - lows[i])
+    codes, inverse = np.unique(code, return_inverse=True)
+    table = []
+    for value in codes.tolist():
+        total = 0
+        for i in range(len(spans) - 1, -1, -1):
+            value, digit = divmod(value, spans[i])
+            total += coefficients[i] * (digit + int(lows[i]))
+        table.append(total)
+    return table, inverse.reshape(-1)
+
+
+def counts_to_floats(
+    units: Fraction | tuple[Fraction, ...], counts: npt.NDArray[np.integer[Any]]
+) -> FloatArray:
+    """``float(Σ_i units_i·counts_{i,t})`` for every t, each correctly rounded (see the module
+    docstring); ``counts`` of shape (T,) for one unit, (len(units), T) for several."""
+    if isinstance(units, Fraction):
+        units = (units,)
+    n = np.asarray(counts).astype(np.int64, copy=False).reshape(len(units), -1)
+    den = 1
+    for u in units:
+        den = math.lcm(den, u.denominator)
+    coefficients = [u.numerator * (den // u.denominator) for u in units]
+    if n.size == 0:
+        return np.zeros(n.shape[1], dtype=np.float64)
+    top = sum(c * int(row.max()) for c, row in zip(coefficients, n, strict=True))
+    if min(coefficients) >= 0 and int(n.min()) >= 0 and top < _EXACT_FLOAT and den < _EXACT_FLOAT:
+        # N_t < 2^53 and Q < 2^53 are exact in float64 and in int64 (no overflow): one IEEE
+        # division of two exact operands is correctly rounded
+        total = np.zeros(n.shape[1], dtype=np.int64)
+        for c, row in zip(coefficients, n, strict=True):
+            if c:
+                total += c * row
+        fast: FloatArray = total.astype(np.float64) / float(den)
+        return fast
+    groups = _row_groups(n)
+    tables = [_group_table(n[g], [coefficients[i] for i in g]) for g in groups]
+    if len(tables) == 1:
+        table, index = tables[0]
+        rounded = np.array([v / den for v in table], dtype=np.float64)
+        out: FloatArray = rounded[index]
+        return out
+    total = [0] * n.shape[1]
+    for table, index in tables:
+        total = [s + table[i] for s, i in zip(total, index.tolist(), strict=True)]
+    return np.array([s / den for s in total], dtype=np.float64)
