@@ -13,12 +13,12 @@ floats without a per-step Fraction:
   denominators), ``N_t`` is summed in int64 and divided in float64 — both operands exact,
   so the one IEEE division is correctly rounded;
 * otherwise (e.g. Honaker's optimised weights, 140-bit units) the rows of counts are
-  grouped so that each group's distinct columns are few (found by ``numpy.unique``), and
-  ``Σ_{i∈g} P_i n_{i,t}`` is computed once per distinct column of group g, as a Python
-  integer; with one group, each distinct ``N/Q`` is rounded once (CPython's ``int / int``
-  is correctly rounded) and spread back by index; with several, ``N_t`` is the sum of the
-  groups' table entries and ``N_t/Q`` is rounded per step (integer additions and one
-  division per step: no Fraction).
+  grouped so that each group's columns take few values (a mixed-radix code, at most
+  :data:`_GROUP_DISTINCT`), and ``Σ_{i∈g} P_i n_{i,t}`` is tabulated once per code of
+  group g, as a Python integer; with one group, each table entry ``N/Q`` is rounded once
+  (CPython's ``int / int`` is correctly rounded) and spread back by index; with several,
+  ``N_t`` is the sum of the groups' entries and ``N_t/Q`` is rounded per step (integer
+  additions and one division per step: no Fraction).
 
 Either way each float is the nearest to the exact ``N_t/Q``: the same float as
 ``float(variance_exact(T)[t−1])`` (``tests/test_variance_range.py`` compares both for every
@@ -64,26 +64,24 @@ def _row_groups(n: npt.NDArray[np.int64]) -> list[list[int]]:
 def _group_table(
     rows: npt.NDArray[np.int64], coefficients: list[int]
 ) -> tuple[list[int], npt.NDArray[np.intp]]:
-    """``(table, index)``: ``Σ_i coefficients_i·rows_{i,t} = table[index[t]]`` exactly, the
-    table over the distinct columns of ``rows``."""
+    """``(table, index)``: ``Σ_i coefficients_i·rows_{i,t} = table[index[t]]`` exactly.
+
+    One row: the table over its distinct values.  Several: ``index`` is the mixed-radix
+    code of the column (row 0 most significant; the product of the spans is at most
+    :data:`_GROUP_DISTINCT`) and the table lists every code, built row by row."""
     if rows.shape[0] == 1:
         values, inverse = np.unique(rows[0], return_inverse=True)
         c = coefficients[0]
         return [c * v for v in values.tolist()], inverse.reshape(-1)
-    lows = rows.min(axis=1)
-    spans = (rows.max(axis=1) - lows + 1).tolist()
-    code = np.zeros(rows.shape[1], dtype=np.int64)
-    for i, span in enumerate(spans):  # mixed radix: the product is ≤ _GROUP_DISTINCT
+    lows = rows.min(axis=1).tolist()
+    spans = (rows.max(axis=1) - rows.min(axis=1) + 1).tolist()
+    code = np.zeros(rows.shape[1], dtype=np.intp)
+    table = [0]
+    for i, span in enumerate(spans):
         code = code * span + (rows[i] - lows[i])
-    codes, inverse = np.unique(code, return_inverse=True)
-    table = []
-    for value in codes.tolist():
-        total = 0
-        for i in range(len(spans) - 1, -1, -1):
-            value, digit = divmod(value, spans[i])
-            total += coefficients[i] * (digit + int(lows[i]))
-        table.append(total)
-    return table, inverse.reshape(-1)
+        steps = [coefficients[i] * (d + lows[i]) for d in range(span)]
+        table = [v + w for v in table for w in steps]
+    return table, code
 
 
 def counts_to_floats(
@@ -117,7 +115,11 @@ def counts_to_floats(
         rounded = np.array([v / den for v in table], dtype=np.float64)
         out: FloatArray = rounded[index]
         return out
-    total = [0] * n.shape[1]
-    for table, index in tables:
-        total = [s + table[i] for s, i in zip(total, index.tolist(), strict=True)]
-    return np.array([s / den for s in total], dtype=np.float64)
+    (first, i0), (second, i1) = tables[0], tables[-1]
+    pairs = zip(i0.tolist(), i1.tolist(), strict=True)
+    if len(tables) == 2:
+        return np.array([(first[a] + second[b]) / den for a, b in pairs], dtype=np.float64)
+    sums = [first[a] + second[b] for a, b in pairs]
+    for table, index in tables[1:-1]:
+        sums = [v + table[i] for v, i in zip(sums, index.tolist(), strict=True)]
+    return np.array([v / den for v in sums], dtype=np.float64)
