@@ -517,7 +517,14 @@ def _blt_budget(cls: type[Any]) -> Outcome:
     return about_code(
         "S₁ = Σ_{k<T} c_k, S₂ = Σ_{k<T} c_k² for every T and θ, ω (d ≤ 16); L1 sum = ε and "
         "L2 sum = 2ρ while the sums are exact, ≤ above",
-        evaluates=[cls.s1, cls.s2, cls.budget_terms, cls.gaussian_terms, blt_module.blt_column_sum],
+        evaluates=[
+            cls.s1,
+            cls.s2,
+            cls.budget_terms,
+            cls.gaussian_terms,
+            blt_module.blt_pairs,
+            blt_module.blt_column_sum,
+        ],
         detail=f"the class's s1/s2 on {SYMBOLIC_BUFFERS} symbolic buffers (fewer: ω_j = 0) are "
         "1 + Σ over pairs of blt_column_sum's term, whose step at T is w·t^(T−1) (sympy), so "
         "the step of S₁ is c_T and of S₂ is c_T² (c_k = Σ ω_iθ_i^(k−1), the coefficients "
