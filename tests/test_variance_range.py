@@ -49,8 +49,9 @@ def test_variance_is_the_nearest_float_of_the_exact_value(name: str, privacy: st
 
 
 def test_counts_to_floats_rounds_like_fraction_in_every_path() -> None:
-    """The int64 path, the one-group table and the several-group sum (units with 100-bit
-    denominators, 40 rows of 0..3 counts: three groups) all give ``float(Fraction)``."""
+    """The int64 path, the one-group table and the several-group double-double sum (units
+    with 100-bit denominators, 40 rows of 0..3 counts: three groups; exact ties) all give
+    ``float(Fraction)``."""
     rng = np.random.default_rng(5)
     gen = random.Random(5)
     T = 300
@@ -62,6 +63,12 @@ def test_counts_to_floats_rounds_like_fraction_in_every_path() -> None:
             rng.integers(0, 4, (40, T)),
         ),
         (Fraction(2**200 + 1, 3**90), rng.integers(0, 2**40, T)),  # one big row
+        # exact ties: 2^60 + 64k lies halfway between floats for odd k/2 (ulp 256): two
+        # groups of 0/1 rows, so the double-double path must send them to the exact sums
+        (
+            (Fraction(2**60), *[Fraction(64)] * 19),
+            np.vstack([np.ones(T), rng.integers(0, 2, (19, T))]),
+        ),
     ]
     for units, counts in cases:
         us = (units,) if isinstance(units, Fraction) else units

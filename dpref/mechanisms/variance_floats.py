@@ -17,8 +17,9 @@ floats without a per-step Fraction:
   :data:`_GROUP_DISTINCT`), and ``Σ_{i∈g} P_i n_{i,t}`` is tabulated once per code of
   group g, as a Python integer; with one group, each table entry ``N/Q`` is rounded once
   (CPython's ``int / int`` is correctly rounded) and spread back by index; with several,
-  ``N_t`` is the sum of the groups' entries and ``N_t/Q`` is rounded per step (integer
-  additions and one division per step: no Fraction).
+  each entry is split into two floats (hi + lo, exact to 2⁻¹⁰⁶) and the groups are added
+  in double-double arithmetic, vectorised, with the steps whose rounding is not certain
+  recomputed exactly (:func:`_double_double_sum`).
 
 Either way each float is the nearest to the exact ``N_t/Q``: the same float as
 ``float(variance_exact(T)[t−1])`` (``tests/test_variance_range.py`` compares both for every
@@ -40,6 +41,8 @@ __all__ = ["counts_to_floats"]
 
 _EXACT_FLOAT = 1 << 53
 """Integers below this are exact in float64."""
+_MAX_DD_GROUPS = 64
+"""Most row groups :func:`_double_double_sum` adds (its error bound assumes G ≤ 64)."""
 _GROUP_DISTINCT = 1 << 16
 """Largest product of per-row value ranges put in one group of :func:`counts_to_floats`
 (its exact table then has at most this many entries)."""
@@ -115,11 +118,63 @@ def counts_to_floats(
         rounded = np.array([v / den for v in table], dtype=np.float64)
         out: FloatArray = rounded[index]
         return out
-    (first, i0), (second, i1) = tables[0], tables[-1]
-    pairs = zip(i0.tolist(), i1.tolist(), strict=True)
-    if len(tables) == 2:
-        return np.array([(first[a] + second[b]) / den for a, b in pairs], dtype=np.float64)
-    sums = [first[a] + second[b] for a, b in pairs]
-    for table, index in tables[1:-1]:
-        sums = [v + table[i] for v, i in zip(sums, index.tolist(), strict=True)]
+    if min(coefficients) >= 0 and int(n.min()) >= 0 and len(tables) <= _MAX_DD_GROUPS:
+        return _double_double_sum(tables, den)
+    return _exact_sum(tables, den, np.arange(n.shape[1]))
+
+
+def _exact_sum(
+    tables: list[tuple[list[int], npt.NDArray[np.intp]]], den: int, where: npt.NDArray[np.intp]
+) -> FloatArray:
+    """``float(Σ_g table_g[index_g[t]] / den)`` for the t in ``where``: integer sums, one
+    correctly rounded ``int / int`` each."""
+    sums = [0] * where.size
+    for table, index in tables:
+        sums = [v + table[i] for v, i in zip(sums, index[where].tolist(), strict=True)]
     return np.array([v / den for v in sums], dtype=np.float64)
+
+
+def _hi_lo(value: int, den: int) -> tuple[float, float]:
+    """``(hi, lo)``: hi the float nearest ``value/den``, lo the float nearest the rest."""
+    hi = value / den
+    mantissa, exponent = math.frexp(hi)
+    m, e = int(mantissa * 2**53), exponent - 53  # hi = m·2^e exactly
+    if e >= 0:
+        return hi, (value - ((m * den) << e)) / den
+    return hi, ((value << -e) - m * den) / (den << -e)
+
+
+def _double_double_sum(
+    tables: list[tuple[list[int], npt.NDArray[np.intp]]], den: int
+) -> FloatArray:
+    """The correctly rounded ``Σ_g x_g`` (``x_g = table_g[index_g[t]]/den ≥ 0``) without a
+    per-step Python operation, where it is certain; exactly (:func:`_exact_sum`) elsewhere.
+
+    Each ``x_g = hi_g + lo_g`` to 2⁻¹⁰⁶ relative (:func:`_hi_lo`, exact integers); the hi
+    parts are added by error-free two-sums and the rest in float, so ``s + c`` is within
+    ``δ ≤ (2G² + G)·2⁻¹⁰⁶·S`` of the exact sum S (G ≤ 64 groups: ``δ < 2⁻⁹³S``, far below
+    half an ulp, ≥ 2⁻⁵⁴S).  ``r = fl(s + c)`` is then the correctly rounded S unless S may
+    lie at the midpoint towards a neighbour: the offset ``d = (s − r) + c`` (``s − r`` exact,
+    Sterbenz) is compared with half the gap on its side, and the steps where they are within
+    2⁻³⁰ of that half are recomputed exactly (none were, on every registered mechanism)."""
+    s: FloatArray | None = None
+    c: FloatArray | None = None
+    for table, index in tables:
+        pairs = [_hi_lo(v, den) for v in table]
+        hi = np.array([p[0] for p in pairs], dtype=np.float64)[index]
+        lo = np.array([p[1] for p in pairs], dtype=np.float64)[index]
+        if s is None or c is None:
+            s, c = hi, lo
+            continue
+        total = s + hi  # two-sum: total + err = s + hi exactly
+        back = total - s
+        err = (s - (total - back)) + (hi - back)
+        s, c = total, (c + err) + lo
+    assert s is not None and c is not None
+    out: FloatArray = s + c
+    d = (s - out) + c
+    gap = np.where(d > 0, np.nextafter(out, np.inf) - out, out - np.nextafter(out, -np.inf))
+    unsure = np.flatnonzero(np.abs(np.abs(d) - gap / 2) <= gap * 2.0**-31)
+    if unsure.size:
+        out[unsure] = _exact_sum(tables, den, unsure)
+    return out
