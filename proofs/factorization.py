@@ -26,8 +26,9 @@ sensitivities are ``S₁Δ`` and ``√S₂ Δ`` with ``S₁ = Σ_{k<T}|c_k|``, `
 Theorem (budget, square root; about the code).  For every T ≤ 2¹⁶ the class's ``s1(T)`` is
 ``Σ_{k<T} c_k`` and its declared term (``budget_terms``: membership S₁, scale
 ``laplace_scale = S₁Δ/ε``, the function ``node_scale``/``nodes`` use) gives the L1 sum ε;
-for T > 2¹⁶ the code's bound ``sqrt_s1_bound = (2n+1)/√(π(n+1/4))`` exceeds S₁, so the sum
-is ≤ ε.  Proof.  ``s1`` at a symbolic T: ``S₁(1) = 1`` and ``S₁(T+1) − S₁(T) = c_T``
+for 2¹⁶ < T ≤ 2²⁰ the code's ``(2T−1)⌈√u_{T−1}⌉/2^{P/2}`` (the fixed-point bound below) and
+for T > 2²⁰ its ``sqrt_s1_bound = (2n+1)/√(π(n+1/4))`` exceed S₁, so the sum is ≤ ε.
+Proof.  ``s1`` at a symbolic T: ``S₁(1) = 1`` and ``S₁(T+1) − S₁(T) = c_T``
 (induction); the L1 identity at symbolic T, ε, Δ.  ``S₁(T) = (2T−1)c_{T−1}`` and
 ``c_k² < 1/(π(k + 1/4))``: ``a_k = c_k²(k+1/4)`` has ``a_{k+1}/a_k − 1 = 1/((2k+2)²(4k+1)) > 0``
 (the code's ratio), so ``a_k`` increases strictly to its limit ``1/π`` (Wallis's product,
@@ -35,12 +36,16 @@ cited).  The 60-digit evaluation is widened by 10⁻⁴⁰ and rounded up (``dpr
 its precision is an assumption, not proven here).  ∎
 
 Theorem (zCDP budget, square root; about the code).  ``_sqrt_s2_exact(T) = Σ_{k<T} c_k²``
-for every T, and for T > 2¹⁴ ``S₂(K) + sqrt_s2_tail(T) ≥ S₂(T)``; the class's
+for every T; for 2¹⁴ < T ≤ F = 2²⁰ the fixed-point sum ``s_{T−1}`` of ``sqrt_fixed_state``
+(``u_0 = 2^P``, ``u_k = sqrt_fixed_step(u_{k−1}, p², q²)`` with ``p/q = sqrt_ratio(k)``) is at
+least ``2^P S₂(T)``, and above F ``S₂(F) + sqrt_s2_tail(T) ≥ S₂(T)``; the class's
 ``gaussian_terms`` (``σ² = S₂Δ²/(2ρ)``, ``gaussian_variance``) give the L2 sum 2ρ (≤ 2ρ
 above the switch), and the Gaussian mechanism is ``s²/(2σ²)``-zCDP (proofs/gaussian.py).
 Proof.  The binary splitting: its leaf and merge (evaluated on symbols) keep the invariant
 ``R/Q = Σ_{k=a}^{b−1} Π_{j=a}^{k} r_j``, ``P/Q = Π r_j``; its split point lies strictly
-inside for ``b ≥ a + 2`` (z3, every ``b ≤ 2⁶²``).  The tail: ``tail(K) = 0`` and its step
+inside for ``b ≥ a + 2`` (z3, every ``b ≤ 2⁶²``).  The fixed-point step ``⌊u·p/q⌋ + 1``
+lies in ``(u·p/q, u·p/q + 1]`` (z3, all integers), so ``2^P c_k² ≤ u_k ≤ 2^P c_k² + k`` by
+induction.  The tail: ``tail(K) = 0`` and its step
 ``ln((4T+1)/(4T−3))/π ≥ 1/(π(T + 1/4)) > c_T²`` (``ln(1+u) ≥ u/(1+u)``: equal at 0, derivative
 ``u/(1+u)² ≥ 0``).  ∎
 
@@ -260,8 +265,10 @@ def _sqrt_budget(cls: type[Any]) -> Outcome:
         raise ProofFailure(f"sqrt_s1({switch}) is not the exact closed form")
     above = switch + 1
     exact_above = sqrt_module.sqrt_s1_closed(above)
-    if not exact_above <= sqrt_module.sqrt_s1(above) <= exact_above * (1 + Fraction(1, 10**4)):
+    if not exact_above <= sqrt_module.sqrt_s1(above) <= exact_above * (1 + Fraction(1, 10**15)):
         raise ProofFailure(f"sqrt_s1({above}) is not a tight upper bound of S₁")
+    fixed = _fixed_steps()
+    F = sqrt_module.SQRT_FIXED_STEPS
     if not m.node_scale() == m.design_scale() == m.budget_terms()[0].scale:
         raise ProofFailure(f"{m!r}: node_scale, design_scale and budget_terms disagree")
     return about_code(
@@ -271,11 +278,14 @@ def _sqrt_budget(cls: type[Any]) -> Outcome:
             cls.laplace_scale,
             cls.s1,
             sqrt_module.sqrt_s1_closed,
+            sqrt_module.sqrt_fixed_step,
             sqrt_module.sqrt_s1_bound,
         ],
         detail="the class's s1 at a symbolic T is Σ_{k<T} binom(2k,k)/4^k (induction: S₁(1) = 1, "
         "step c_T) and budget_terms' membership and scale (laplace_scale) give L1 = ε for "
-        f"symbolic T, ε, Δ; T > {switch}: sqrt_s1_bound at a symbolic n = (2n+1)/√(π(n+1/4)) "
+        f"symbolic T, ε, Δ; {switch} < T ≤ {F}: (2T−1)⌈√u_{{T−1}}⌉/2^(P/2) ≥ (2T−1)c_{{T−1}} "
+        f"= S₁ ({fixed}: u_k ≥ 2^P c_k²); T > {F}: sqrt_s1_bound at a symbolic n = "
+        "(2n+1)/√(π(n+1/4)) "
         f"> (2n+1)c_n = S₁ ({wallis}); the 60-digit evaluation is widened by 10⁻⁴⁰ and "
         f"rounded up (dpref.rigorous); dispatch checked at T = {switch} and {switch + 1}; "
         "the release's node_scale and nodes() read laplace_scale",
@@ -311,6 +321,45 @@ def _split_steps() -> str:
     )
 
 
+class _IntTerm:
+    """A z3 integer term for code written with ``*``, ``//`` and ``+`` on ints
+    (``//`` is z3's integer division: the floor for a positive divisor)."""
+
+    def __init__(self, term: Any) -> None:
+        self.term = term
+
+    @staticmethod
+    def _of(other: Any) -> Any:
+        return other.term if isinstance(other, _IntTerm) else other
+
+    def __mul__(self, other: Any) -> _IntTerm:
+        return _IntTerm(self.term * self._of(other))
+
+    def __floordiv__(self, other: Any) -> _IntTerm:
+        return _IntTerm(self.term / self._of(other))
+
+    def __add__(self, other: Any) -> _IntTerm:
+        return _IntTerm(self.term + self._of(other))
+
+
+def _fixed_steps() -> str:
+    """The fixed-point step :func:`sqrt_fixed_step` (``⌊u·p/q⌋ + 1``) exceeds ``u·p/q`` by at
+    most 1, for all integers u, p ≥ 0, q ≥ 1 (z3 over unbounded integers): by induction
+    ``2^P c_k² ≤ u_k ≤ 2^P c_k² + k`` with ``p/q = (c_k/c_{k−1})²``, the squared
+    :func:`sqrt_ratio` the code steps by."""
+    from proofs.smt import prove_smt, require_z3
+
+    z3 = require_z3()
+    u, p, q = z3.Ints("u p q")
+    nxt = sqrt_module.sqrt_fixed_step(_IntTerm(u), _IntTerm(p), _IntTerm(q)).term
+    how = prove_smt(
+        z3.And(nxt * q > u * p, nxt * q <= u * p + q),
+        "u·p/q < sqrt_fixed_step(u, p, q) ≤ u·p/q + 1",
+        assumptions=[u >= 0, p >= 0, q >= 1],
+    )
+    return f"fixed-point step: u·p/q < ⌊u·p/q⌋ + 1 ≤ u·p/q + 1 for all integers ({how})"
+
+
 def _sqrt_zcdp(cls: type[Any]) -> Outcome:
     m = cls(rho=Fraction(1, 2), horizon=16)
     _coefficient_steps()
@@ -322,11 +371,13 @@ def _sqrt_zcdp(cls: type[Any]) -> Outcome:
     s2 = OPS.coefficient_square_sum(sqrt_module.sqrt_ratio, T)
     _identity(terms[0].membership, s2, "membership = Σ_{k<T} c_k² (item 1's weights²)")
     _identity(s2 * Delta**2 / terms[0].scale, 2 * _rho, "L2 sum Σ_k c_k²Δ²/σ²")
-    # above the switch: S₂(K) + the code's tail ≥ S₂(T)
+    # above the switch: the fixed-point sums up to F, then S₂(F) + the code's tail ≥ S₂(T)
     K = sqrt_module.SQRT_EXACT_S2
+    F = sqrt_module.SQRT_FIXED_STEPS
+    fixed = _fixed_steps()
     wallis = _wallis_steps()
-    tail = partial(sqrt_module.sqrt_s2_tail, start=sp.Integer(K), ns=MP)
-    _identity(tail(sp.Integer(K)), 0, "tail(K) = 0")
+    tail = partial(sqrt_module.sqrt_s2_tail, start=sp.Integer(F), ns=MP)
+    _identity(tail(sp.Integer(F)), 0, "tail(F) = 0")
     step = sp.expand_log(tail(T + 1) - tail(T), force=True)
     _identity(step, sp.log((4 * T + 1) / (4 * T - 3)) / sp.pi, "tail step")
     u = sp.Symbol("u", nonnegative=True)  # ln(1+u) ≥ u/(1+u): 0 at u = 0, derivative ≥ 0
@@ -339,7 +390,8 @@ def _sqrt_zcdp(cls: type[Any]) -> Outcome:
     for horizon in (K, K + 1, 2 * K):
         exact = sqrt_module._sqrt_s2_exact(horizon)
         got = sqrt_module.sqrt_s2(horizon)
-        if (horizon == K and got != exact) or not exact <= got <= exact * (1 + Fraction(1, 10**4)):
+        tight = exact * (1 + Fraction(1, 10**18))
+        if (horizon == K and got != exact) or not exact <= got <= tight:
             raise ProofFailure(f"sqrt_s2({horizon}) = {got} vs exact {exact}")
     if m.node_scale() != m.gaussian_terms()[0].scale or m.unit_variance() != m.node_scale():
         raise ProofFailure(f"{m!r}: node_scale, unit_variance and gaussian_terms disagree")
@@ -353,12 +405,15 @@ def _sqrt_zcdp(cls: type[Any]) -> Outcome:
             sqrt_module._split_leaf,
             sqrt_module._split_merge,
             sqrt_module._split_mid,
+            sqrt_module.sqrt_fixed_step,
             sqrt_module.sqrt_s2_tail,
         ],
         detail=f"{split}, so _sqrt_s2_exact(T) = 1 + Σ_{{k=1}}^{{T−1}} c_k² for every T; the "
-        "class's gaussian_terms at symbolic T, ρ, Δ give L2 = 2ρ; above "
-        f"{K}: sqrt_s2_tail(K) = 0 and its step ln((4T+1)/(4T−3))/π ≥ 1/(π(T+1/4)) > c_T² "
-        f"(ln(1+u) ≥ u/(1+u); {wallis}); dispatch checked at T = {K}, {K + 1}, {2 * K}; "
+        f"class's gaussian_terms at symbolic T, ρ, Δ give L2 = 2ρ; {K} < T ≤ {F}: {fixed}, so "
+        "the fixed-point sum s_{T−1} ≥ 2^P·S₂(T), rounded up; above "
+        f"{F}: sqrt_s2_tail(F) = 0 and its step ln((4T+1)/(4T−3))/π ≥ 1/(π(T+1/4)) > c_T² "
+        f"(ln(1+u) ≥ u/(1+u); {wallis}); dispatch checked at T = {K}, {K + 1}, {2 * K} "
+        "(above S₂ by < 10⁻¹⁸ relative); "
         "the Gaussian mechanism is s²/(2σ²)-zCDP and composes (proofs/gaussian.py)",
         value="2ρ",
     )
@@ -463,7 +518,14 @@ def _blt_budget(cls: type[Any]) -> Outcome:
     return about_code(
         "S₁ = Σ_{k<T} c_k, S₂ = Σ_{k<T} c_k² for every T and θ, ω (d ≤ 16); L1 sum = ε and "
         "L2 sum = 2ρ while the sums are exact, ≤ above",
-        evaluates=[cls.s1, cls.s2, cls.budget_terms, cls.gaussian_terms, blt_module.blt_column_sum],
+        evaluates=[
+            cls.s1,
+            cls.s2,
+            cls.budget_terms,
+            cls.gaussian_terms,
+            blt_module.blt_pairs,
+            blt_module.blt_column_sum,
+        ],
         detail=f"the class's s1/s2 on {SYMBOLIC_BUFFERS} symbolic buffers (fewer: ω_j = 0) are "
         "1 + Σ over pairs of blt_column_sum's term, whose step at T is w·t^(T−1) (sympy), so "
         "the step of S₁ is c_T and of S₂ is c_T² (c_k = Σ ω_iθ_i^(k−1), the coefficients "

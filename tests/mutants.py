@@ -362,6 +362,17 @@ MUTANTS: tuple[Mutant, ...] = (
         mechanisms=("sqrt",),
     ),
     Mutant(
+        id="sqrt-fixed-step",
+        kind="switch point",
+        file=_FS,
+        old="    return u * p // q + 1",
+        new="    return u * p // q",
+        why="sqrt's fixed-point step rounds down: the S₁/S₂ bounds between 2¹⁴ and 2²⁰ fall"
+        " below the exact sums (in sqrt_fixed_step, the one step the bounds, the variance and"
+        " the proof's z3 lemma use)",
+        mechanisms=("sqrt",),
+    ),
+    Mutant(
         id="blt-s1-column",
         kind="scale",
         file=_FB,

@@ -47,6 +47,7 @@ from dpref.mechanisms.declarations import (
     numpydoc_parameters,
 )
 from dpref.mechanisms.online_counter import OnlineCounter
+from dpref.mechanisms.variance_floats import counts_to_floats
 from dpref.noise import (
     NOISE_KINDS,
     NoiseFamily,
@@ -761,10 +762,14 @@ class Mechanism(ABC):
         return out
 
     def variance(self, horizon: int | None = None) -> FloatArray:
-        """Exact per-step variance of the release error (as floats; for the discrete kinds
-        from the discrete laws' variances, rounded up)."""
+        """Exact per-step variance of the release error (as floats, each the nearest to the
+        exact value, from :meth:`variance_counts` when the class has it; for the discrete
+        kinds from the discrete laws' variances, rounded up)."""
         t = self._variance_horizon(horizon)
         if self.noise in ("laplace", "gaussian"):
+            counts = self.variance_counts(t)
+            if counts is not None:  # the same floats without a Fraction per step
+                return counts_to_floats(*counts)
             return np.array([float(v) for v in self.variance_exact(t)], dtype=np.float64)
         plan = self.plan(t)
         law = discrete_laplace_variance if self.noise == "discrete" else discrete_gaussian_variance

@@ -238,7 +238,11 @@ class ExponentialSum(_Decayed):
         acc = np.zeros(t.size, dtype=np.float64)
         for b in range(int(t.max()).bit_length()):
             on = (t >> b & 1).astype(bool)
-            acc[on] += a2 ** (t[on] & ((1 << b) - 1)).astype(np.float64)
+            low = t[on] & ((1 << b) - 1)
+            if low.size > 1 << b:  # the 2^b powers once, then a lookup (the same floats)
+                acc[on] += (a2 ** np.arange(1 << b, dtype=np.float64))[low]
+            else:
+                acc[on] += a2 ** low.astype(np.float64)
         out: FloatArray = acc * (self.node_variance_float(self.scale()))
         return out
 

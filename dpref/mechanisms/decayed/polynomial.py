@@ -19,7 +19,14 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.domains import Domain
-from dpref.dyadic import aligned_covers, layout_nodes, layout_offsets, window_start0
+from dpref.dyadic import (
+    aligned_covers,
+    bitlen,
+    cover_split,
+    layout_nodes,
+    layout_offsets,
+    window_start0,
+)
 from dpref.errors import EnumerationBudgetError, ParameterError
 from dpref.lower_bounds import (
     Decay,
@@ -62,6 +69,23 @@ NODE_BUDGET = 1 << 26
 limited.  The count is ``node_count(T) ≈ T·(#instances)``, #instances ≈ ``c·ln T/β``."""
 
 IndexArray = npt.NDArray[np.signedinteger[Any]]
+
+
+def _log2(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``⌊log₂ x⌋`` of positive int64 (below 2^53), for :func:`cover_split`."""
+    return bitlen(x) - 1
+
+
+def _popcount(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The number of 1-bits of non-negative int64, vectorised (numpy ≥ 2's bitwise_count,
+    else the SWAR reduction)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.int64)
+    v = x.astype(np.uint64)
+    v = v - ((v >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    v = (v & np.uint64(0x3333333333333333)) + ((v >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    v = (v + (v >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return ((v * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
 
 
 class _Instance:
@@ -500,9 +524,10 @@ class PolynomialSum(_Decayed):
         for inst in self.instances(int(t.max())):
             sel = np.flatnonzero(t > inst.d)
             s = t[sel] - inst.d
-            counts = np.zeros(sel.size, dtype=np.float64)
-            for _, rows, _ in aligned_covers(s, window_start0(s, inst.window)):
-                counts[rows] += 1
+            # |cover of [a0+1, s]| = popcount(ℓ_s) + popcount(ℓ_p) (cover_split, the split
+            # aligned_covers yields one node per 1-bit of): no per-level row lists
+            _, suffix, prefix = cover_split(window_start0(s, inst.window), s, _log2)
+            counts = (_popcount(suffix) + _popcount(prefix)).astype(np.float64)
             out[sel] += counts * self.node_variance_float(self.instance_scale(inst), inst.weight)
         return out
 

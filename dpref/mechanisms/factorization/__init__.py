@@ -11,7 +11,7 @@ noise:
   Toeplitz matrix is a prefix of column 1 — so the L1 privacy sum is exactly ε;
 * ``rho=`` (ρ-zCDP): Gaussian of variance ``σ² = S₂Δ²/(2ρ)`` with ``S₂ = Σ_{k<T} c_k²``,
   so the L2 privacy sum ``S₂Δ²/σ²`` is exactly 2ρ (or at most 2ρ where S₂ is replaced by
-  a rigorous upper bound, see :data:`SQRT_EXACT_S2`).
+  a rigorous upper bound, see :data:`SQRT_EXACT_S2` and :data:`SQRT_FIXED_STEPS`).
 
 The output at t is ``c_t + Σ_{n≤t} b_{t−n} z_n``: ``Var(out_t) = v·Σ_{k<t} b_k²`` with v the
 node variance (``2b²`` or ``σ²``).
@@ -51,6 +51,7 @@ from dpref.mechanisms.factorization.common import (
 from dpref.mechanisms.factorization.sqrt import (
     SQRT_EXACT_S1,
     SQRT_EXACT_S2,
+    SQRT_FIXED_STEPS,
     SqrtFactorization,
     sqrt_coefficients,
     sqrt_s1,
@@ -69,6 +70,7 @@ __all__ = [
     "MAX_BUFFERS",
     "SQRT_EXACT_S1",
     "SQRT_EXACT_S2",
+    "SQRT_FIXED_STEPS",
     "SqrtFactorization",
     "ToeplitzFactorization",
     "blt_polynomials",

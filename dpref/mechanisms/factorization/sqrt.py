@@ -5,6 +5,7 @@ column norms S₁ and S₂ (exact, and rigorous bounds at large T), the online c
 from __future__ import annotations
 
 import math
+import threading
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpref.errors import ParameterError
 from dpref.mechanisms.base import (
     EXACT,
     Example,
@@ -32,10 +34,19 @@ IntArray = npt.NDArray[np.int64]
 SQRT_EXACT_S2 = 2**14
 """Up to this T, SqrtFactorization's ``S₂ = Σ_{k<T} c_k²`` is exact (an integer Horner sum
 ``Σ binom(2k,k)² 16^{T−1−k}`` over ``16^{T−1}``); above it, the rigorous upper bound of
-:func:`sqrt_s2_upper` (then the L2 privacy sum is ≤ 2ρ, within a relative 10⁻⁵)."""
+:func:`sqrt_s2_upper` (then the L2 privacy sum is ≤ 2ρ, within a relative 10⁻¹⁹ up to
+:data:`SQRT_FIXED_STEPS`)."""
 SQRT_EXACT_S1 = 2**16
 """Up to this T, ``S₁ = Σ_{k<T} c_k = (2T−1)c_{T−1}`` is exact; above it a rigorous upper
 bound (the L1 privacy sum is then ≤ ε)."""
+SQRT_FIXED_STEPS = 2**20
+"""Up to this T (``MAX_VARIANCE_STEPS``) the bounds above the exact ranges come from the
+fixed-point sums of :func:`sqrt_fixed_state` (relative error < 10⁻¹⁸); beyond it, from the
+one at this T plus an analytic tail."""
+SQRT_FIXED_BITS = 128
+"""Fractional bits P of the fixed-point upper bounds ``u_k ≥ 2^P c_k²``."""
+_CHECKPOINT = 2**12
+"""Steps between the cached states of :func:`sqrt_fixed_state`."""
 _BLOCK = 256
 """Steps per block of :meth:`SqrtFactorization.variance_upper` (see there)."""
 
@@ -90,16 +101,98 @@ def sqrt_s1_bound(n: Any, ns: Any) -> Any:
 
 @lru_cache(maxsize=32)
 def sqrt_s1(horizon: int) -> Fraction:
-    """``S₁(T) = Σ_{k<T} c_k``: exactly :func:`sqrt_s1_closed` up to :data:`SQRT_EXACT_S1`,
-    else the rigorous upper bound :func:`sqrt_s1_bound` (n = T−1) evaluated at 60 digits,
+    """``S₁(T) = Σ_{k<T} c_k``: exactly :func:`sqrt_s1_closed` up to :data:`SQRT_EXACT_S1`;
+    up to :data:`SQRT_FIXED_STEPS` the rigorous upper bound ``(2T−1)·⌈√u_{T−1}⌉/2^{P/2}``
+    (``u_{T−1} ≥ 2^P c_{T−1}²`` from :func:`sqrt_fixed_state`; above S₁ by less than a
+    relative 10⁻¹⁵); beyond, :func:`sqrt_s1_bound` (n = T−1) evaluated at 60 digits,
     widened by a relative 10⁻⁴⁰ and rounded up."""
     if horizon <= SQRT_EXACT_S1:
         value: Fraction = sqrt_s1_closed(horizon)
         return value
+    if horizon <= SQRT_FIXED_STEPS:
+        u, _ = sqrt_fixed_state(horizon - 1)
+        root = math.isqrt(u - 1) + 1  # ⌈√u⌉ (u ≥ 2)
+        return Fraction((2 * horizon - 1) * root, 1 << (SQRT_FIXED_BITS // 2))
     from dpref.rigorous import mp_context, mpf_fraction
 
     ctx = mp_context()
     return _round_up(mpf_fraction(sqrt_s1_bound(horizon - 1, ctx)) * (1 + Fraction(1, 10**40)))
+
+
+def sqrt_fixed_step(u: Any, p: Any, q: Any) -> Any:
+    """``⌊u·p/q⌋ + 1``: the step of the fixed-point bounds, with ``p/q = (c_k/c_{k−1})²``.
+
+    It exceeds ``u·p/q`` (so ``u ≥ 2^P c_{k−1}²`` gives ``u' ≥ 2^P c_k²``) by at most 1
+    (proofs/factorization.py: z3 over the integers).  Generic: ints and z3 terms."""
+    return u * p // q + 1
+
+
+def _fixed_run(
+    u: int,
+    s: int,
+    start: int,
+    stop: int,
+    out: list[float] | None = None,
+    scale: int = 1,
+    den_bits: int = SQRT_FIXED_BITS,
+) -> tuple[int, int]:
+    """Advance ``(u_k, s_k)`` from k = ``start`` to ``stop`` by :func:`sqrt_fixed_step` with
+    the squared :func:`sqrt_ratio`; with ``out``, append ``scale·s_k/2^den_bits`` for
+    k = start+1 … stop (one correctly rounded ``int / int`` each)."""
+    if stop <= start:
+        return u, s
+    p, q = sqrt_ratio(np.arange(start + 1, stop + 1, dtype=np.int64))
+    step = sqrt_fixed_step
+    if out is None:
+        for a, b in zip((p * p).tolist(), (q * q).tolist(), strict=True):
+            u = step(u, a, b)
+            s += u
+    else:
+        append = out.append
+        den = 1 << den_bits
+        for a, b in zip((p * p).tolist(), (q * q).tolist(), strict=True):
+            u = step(u, a, b)
+            s += u
+            append(scale * s / den)
+    return u, s
+
+
+_FIXED_STATES: list[tuple[int, int]] = [(1 << SQRT_FIXED_BITS, 1 << SQRT_FIXED_BITS)]
+"""``(u_k, s_k)`` at k = 0, :data:`_CHECKPOINT`, 2·:data:`_CHECKPOINT`, … (grown on demand,
+at most ``SQRT_FIXED_STEPS/_CHECKPOINT + 1`` = 257 entries of ~170 bits each)."""
+_FIXED_LOCK = threading.Lock()
+
+
+def sqrt_fixed_state(k: int) -> tuple[int, int]:
+    """``(u_k, s_k)`` with ``u_0 = s_0 = 2^P`` (P = :data:`SQRT_FIXED_BITS`),
+    ``u_k =`` :func:`sqrt_fixed_step` ``(u_{k−1}, (2k−1)², (2k)²)`` and ``s_k = Σ_{j≤k} u_j``.
+
+    Rigorous: ``2^P c_k² ≤ u_k ≤ 2^P c_k² + k`` (induction on the step), so
+    ``2^P S₂(k+1) ≤ s_k ≤ 2^P S₂(k+1) + k²``; at k < 2²⁰ the excess is below 2⁻⁸⁸ (S₂ ≥ 1).
+    Exact integers, O(k) steps once per process: the states every :data:`_CHECKPOINT`
+    steps are cached, so a later query costs at most that many steps."""
+    if not 0 <= k <= SQRT_FIXED_STEPS:
+        raise ParameterError(f"k={k}: the fixed-point sums run for 0 ≤ k ≤ {SQRT_FIXED_STEPS}")
+    with _FIXED_LOCK:
+        while (len(_FIXED_STATES) - 1) * _CHECKPOINT < k:
+            last = (len(_FIXED_STATES) - 1) * _CHECKPOINT
+            _FIXED_STATES.append(_fixed_run(*_FIXED_STATES[-1], last, last + _CHECKPOINT))
+        base = k // _CHECKPOINT
+        u, s = _FIXED_STATES[base]
+    return _fixed_run(u, s, base * _CHECKPOINT, k)
+
+
+def sqrt_fixed_sums(horizon: int, scale: int = 1, shift: int = 0) -> list[float]:
+    """``scale·s_k/2^{P+shift}`` for k = 0 … T−1, each correctly rounded, in one pass from
+    k = 0 (:func:`sqrt_fixed_state`: ``s_k/2^P`` is an upper bound of ``S₂(k+1)`` within
+    ``k²/2^P``)."""
+    bits = SQRT_FIXED_BITS + shift
+    if bits < 0:
+        scale, bits = scale << -bits, 0
+    u, s = _FIXED_STATES[0]
+    out = [scale * s / (1 << bits)]
+    _fixed_run(u, s, 0, horizon - 1, out, scale, bits)
+    return out
 
 
 @lru_cache(maxsize=32)
@@ -163,16 +256,21 @@ def sqrt_s2_tail(horizon: Any, start: Any, ns: Any) -> Any:
 def sqrt_s2_upper(horizon: int) -> Fraction:
     """A rigorous upper bound on ``S₂(T)`` for T > :data:`SQRT_EXACT_S2`.
 
-    ``S₂(K)`` exactly (K = :data:`SQRT_EXACT_S2`) plus the tail bound :func:`sqrt_s2_tail`,
-    ``Σ_{k=K}^{T−1} c_k² < (1/π)·Σ 1/(k+1/4) ≤ (1/π)·ln((T−3/4)/(K−3/4))``: ``c_k²(k+1/4)``
-    increases to 1/π (proofs/factorization.py), and ``1/(x+1/4)`` is decreasing, so each
-    term is at most its integral over ``[k−1, k]``.  Evaluated at 60 digits, widened by a
-    relative 10⁻⁴⁰ and rounded up to a multiple of 2⁻⁶⁴; it exceeds S₂(T) by less than
-    ``1/(πK) ≈ 2·10⁻⁵``.
+    Up to :data:`SQRT_FIXED_STEPS`: the fixed-point sum ``s_{T−1}`` of
+    :func:`sqrt_fixed_state` rounded up to a multiple of 2⁻⁶⁴, above S₂(T) by less than
+    ``2⁻⁶⁴ + T²/2^P`` (a relative 10⁻¹⁹).  Beyond, that bound at K = :data:`SQRT_FIXED_STEPS`
+    plus the tail bound :func:`sqrt_s2_tail`, ``Σ_{k=K}^{T−1} c_k² < (1/π)·Σ 1/(k+1/4) ≤
+    (1/π)·ln((T−3/4)/(K−3/4))``: ``c_k²(k+1/4)`` increases to 1/π (proofs/factorization.py),
+    and ``1/(x+1/4)`` is decreasing, so each term is at most its integral over ``[k−1, k]``;
+    evaluated at 60 digits, widened by a relative 10⁻⁴⁰ and rounded up to a multiple of
+    2⁻⁶⁴, it exceeds S₂(T) by less than ``1/(πK) ≈ 3·10⁻⁷``.
     """
+    if horizon <= SQRT_FIXED_STEPS:
+        _, s = sqrt_fixed_state(horizon - 1)
+        return _round_up(Fraction(s, 1 << SQRT_FIXED_BITS))
     from dpref.rigorous import mp_context, mpf_fraction
 
-    K = SQRT_EXACT_S2
+    K = SQRT_FIXED_STEPS
     head = sqrt_s2(K)
     tail = sqrt_s2_tail(horizon, K, mp_context())
     return _round_up(head + mpf_fraction(tail) * (1 + Fraction(1, 10**40)))
@@ -264,6 +362,20 @@ class SqrtFactorization(ToeplitzFactorization):
         """O(t): the node noise so far and the noise part of the current block (≤ 3T)."""
         T = self._t() if horizon is None else horizon
         return 3 * T
+
+    def variance(self, horizon: int | None = None) -> FloatArray:
+        """Per-step variance ``v·S₂(t)``, t = 1..T, for T ≤ ``MAX_VARIANCE_STEPS`` (v =
+        :meth:`unit_variance`), without a Fraction per step: each float is the nearest to
+        ``v′·s_{t−1}/2^P`` with ``s`` the fixed-point sums of :func:`sqrt_fixed_sums`
+        (``2^P S₂(t) ≤ s_{t−1} ≤ 2^P S₂(t) + t²``) and v′ the nearest 128-bit mantissa to
+        v: within half an ulp plus a relative 2⁻⁸⁷ of the exact value (the exact Fractions:
+        :meth:`variance_exact`, T ≤ :data:`FACTORIZATION_PLAN_STEPS`).  Exact integers, one
+        pass over T (about 0.3 s at T = 2²⁰ on an idle core)."""
+        T = self._variance_horizon(horizon)
+        v = self.unit_variance()
+        shift = 128 - (v.numerator.bit_length() - v.denominator.bit_length())
+        scale = round(v * Fraction(2) ** shift)  # v′ = scale·2^−shift: 128 significant bits
+        return np.array(sqrt_fixed_sums(T, scale, shift), dtype=np.float64)
 
     def variance_upper(self, horizon: int | None = None) -> FloatArray:
         """Per-step variances as float64, each ≥ the exact variance, relative error ≤ 10⁻¹²,
