@@ -50,7 +50,7 @@ def abbreviate_number(text: str) -> str:
     if digits <= ABBREVIATE_DIGITS:
         return text
     try:
-        approx = f"{float(Fraction(text)):.6g}"
+        approx = repr(float(Fraction(text)))  # the shortest decimal that round-trips
     except (ValueError, ZeroDivisionError, OverflowError):
         approx = "?"
     return f"≈ {approx} (exact: {digits} digits, sha256 {sha256_hex(text.encode())[:12]})"
