@@ -513,6 +513,13 @@ def _budget(report: FrontierReport) -> dict[str, Any]:
     return {"epsilon": report.epsilon}
 
 
+def _bound_at(report: FrontierReport, horizon: int) -> float:
+    """The report's variance lower bound at another T (same budget and Δ)."""
+    if report.rho is not None:
+        return factorization_lower_bound(report.rho, horizon, report.sensitivity).value
+    return laplace_lower_bound(report.epsilon, horizon, report.sensitivity).value
+
+
 def variance_curve(
     row: FrontierRow, horizon: int, budget: dict[str, Any], sensitivity: Any = 1
 ) -> FloatArray:
@@ -589,6 +596,8 @@ def plot(
                 xs.append(h)
                 ys.append(float(value))
         ax2.plot(xs, ys, marker=".", label=r.label)
+    if report.objective == "max":  # the bound is on the maximum variance
+        ax2.plot(horizons, [_bound_at(report, h) for h in horizons], "k:", label="lower bound")
     ax2.set_xscale("log", base=2)
     ax2.set_xlabel("T")
     ax2.set_ylabel(f"{report.objective} Var over t ≤ T")
