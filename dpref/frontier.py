@@ -4,10 +4,14 @@ For every registered counting mechanism (target: prefix sums, ``decay()`` is the
 decay) and every parameterisation it offers (:meth:`Mechanism.frontier_variants`), the
 exact mean and maximum of ``Var(out_t)`` over ``t = 1..T`` — from the mechanism's
 vectorised closed form :meth:`Mechanism.variance_counts` when it has one, else from its
-exact per-step :meth:`Mechanism.variance_exact` — as Fractions, never sampled; the
-online memory the class declares; and the packing lower bound of Dwork et al. (2010,
-Thm 4.2) with its constant (:func:`dpref.lower_bound` with ``g ≡ 1`` and q = T).  The
-best row by the objective (``max`` or ``mean``) is marked.
+exact per-step :meth:`Mechanism.variance_exact` — as Fractions, never sampled, times Δ²
+for items of sensitivity Δ; the online memory in floats; the Python expression that builds
+the mechanism and the ``dpref release`` command that runs it.  Under the table: the
+variance lower bound every linear Laplace counter obeys
+(:class:`dpref.frontier_rows.LaplaceLowerBound`, in the table's unit) and, as an error
+bound (not a variance), the packing bound of Dwork et al. (2010, Thm 4.2) with its constant
+(:func:`dpref.lower_bound` with ``g ≡ 1`` and q = T).  The best row by the objective
+(``max`` or ``mean``) is marked; ``top=N`` keeps the N best rows.
 
 With ``rho=`` instead of ``epsilon=`` the same table is drawn for ρ-zCDP with Gaussian
 node noise, and the bound is the factorization-norm bound every linear Gaussian counter
@@ -24,7 +28,7 @@ as skipped with the reason.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -32,6 +36,14 @@ import numpy as np
 import numpy.typing as npt
 
 from dpref.errors import DprefError, DprefTypeError, HorizonError, ParameterError
+from dpref.frontier_rows import (
+    LaplaceLowerBound,
+    check_sensitivity,
+    constructor,
+    laplace_lower_bound,
+    online_memory,
+    release_command,
+)
 from dpref.lower_bounds import (
     FactorizationLowerBound,
     LowerBound,
@@ -81,7 +93,7 @@ class FrontierRow:
     max: Fraction | None = None
     """Exact maximum of ``Var(out_t)`` over t = 1..T (an upper bound when :attr:`upper`)."""
     memory: int | None = None
-    """Floats the online counter holds at most (None: not declared by the class)."""
+    """Floats the online counter holds at most (None: not known)."""
     skipped: str | None = None
     """Why the row could not be evaluated."""
     best: bool = False
@@ -89,6 +101,11 @@ class FrontierRow:
     upper: bool = False
     """Whether mean and max are rigorous upper bounds (from floats rounded up) rather than
     exact values."""
+    constructor: str = ""
+    """A Python expression that builds the mechanism: evaluated after ``from dpref import *;
+    from fractions import Fraction``, its exact ``variance()`` gives the row's numbers."""
+    command: str = ""
+    """The ``dpref release`` command that runs the mechanism on a stream file."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (variances as floats and as exact strings)."""
@@ -102,6 +119,9 @@ class FrontierRow:
             "max_variance_exact": None if self.max is None or self.upper else str(self.max),
             "variance_is_upper_bound": self.upper,
             "online_memory": self.memory,
+            "online_memory_unit": "floats",
+            "constructor": self.constructor or None,
+            "release_command": self.command or None,
             "skipped": self.skipped,
             "best": self.best,
         }
@@ -119,13 +139,20 @@ class FrontierReport:
     """``max`` or ``mean``."""
     rows: tuple[FrontierRow, ...]
     """Evaluated rows sorted by the objective (best first), then the skipped ones."""
-    bound: LowerBound | FactorizationLowerBound
-    """ε: the packing bound ``C ≥ G(D)/2 = D/2`` on the error over q = T steps (Dwork et
-    al. 2010); ρ: the factorization-norm bound on the maximum variance."""
+    bound: LaplaceLowerBound | FactorizationLowerBound
+    """The bound on the maximum variance every linear counter of the table obeys (ε: with
+    Laplace node noise; ρ: with Gaussian node noise) — the table's unit."""
     notes: tuple[str, ...] = field(default=())
     """Remarks printed under the table."""
     rho: Fraction | None = None
     """ρ (None for a pure-DP report)."""
+    error_bound: LowerBound | None = None
+    """ε: the packing bound ``C ≥ Δ·G(D)/2 = Δ·D/2`` on the error of any ε-DP counter
+    simultaneously over q = T steps (Dwork et al. 2010) — an error, not a variance."""
+    sensitivity: Fraction = Fraction(1)
+    """Δ: the variances are those of items in ``[0, Δ]`` (Δ² times those of bits)."""
+    omitted: int = 0
+    """Rows left out by ``top`` (evaluated and skipped)."""
 
     @property
     def best(self) -> FrontierRow | None:
@@ -135,36 +162,47 @@ class FrontierReport:
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
         best = self.best
-        if isinstance(self.bound, LowerBound):
-            bound = {
-                **self.bound.as_dict(),
-                "lower_bound_squared": float(self.bound.value**2),
+        if isinstance(self.bound, LaplaceLowerBound):
+            bound = self.bound.as_dict()
+        else:
+            bound = {**self.bound.as_dict(), "unit": "variance"}
+            bound["statement"] = _GAUSSIAN_BOUND_STATEMENT
+        error = None
+        if self.error_bound is not None:
+            error = {
+                **self.error_bound.as_dict(),
+                "lower_bound": float(self.error_bound.value * self.sensitivity),
+                "sensitivity": str(self.sensitivity),
+                "unit": "error (not a variance)",
                 "statement": _BOUND_STATEMENT,
             }
-        else:
-            bound = {**self.bound.as_dict(), "statement": _GAUSSIAN_BOUND_STATEMENT}
         return {
             "horizon": self.horizon,
             "privacy": "pure" if self.rho is None else "zcdp",
             "epsilon": None if self.epsilon is None else str(self.epsilon),
             "rho": None if self.rho is None else str(self.rho),
             "objective": self.objective,
+            "sensitivity": str(self.sensitivity),
             "best": None if best is None else best.label,
             "lower_bound": bound,
+            "error_lower_bound": error,
             "rows": [r.as_dict() for r in self.rows],
+            "rows_omitted": self.omitted,
             "notes": list(self.notes),
         }
 
     def table(self) -> str:
         """The report as text: one line per row, the best marked with ``*``."""
         w = max([31, *(len(r.label) + 1 for r in self.rows if r.skipped is None)])
-        head = f"{'':2}{'mechanism':<{w}}{'mean Var':>17}{'max Var':>17}{'memory':>8}"
+        head = f"{'':2}{'mechanism':<{w}}{'mean Var':>17}{'max Var':>17}{'memory':>9}"
         budget = (
             f"ε = {self.epsilon}" if self.rho is None else f"ρ = {self.rho} (zCDP, Gaussian noise)"
         )
+        if self.sensitivity != 1:
+            budget += f", Δ = {self.sensitivity}"
         lines = [
             f"dpref frontier: T = {self.horizon}, {budget}, objective = {self.objective}",
-            head,
+            head + " (floats)",
         ]
         for r in self.rows:
             mark = "* " if r.best else "  "
@@ -172,23 +210,41 @@ class FrontierReport:
                 lines.append(f"{mark}{r.label:<{w}}  skipped: {r.skipped}")
                 continue
             assert r.mean is not None and r.max is not None
-            mem = "?" if r.memory is None else str(r.memory)
+            mem = "n/a" if r.memory is None else str(r.memory)
             le = "≤" if r.upper else ""
             mean, top = f"{le}{_up1(r.mean, r.upper)}", f"{le}{_up1(r.max, r.upper)}"
-            lines.append(f"{mark}{r.label:<{w}}{mean:>17}{top:>17}{mem:>8}")
+            lines.append(f"{mark}{r.label:<{w}}{mean:>17}{top:>17}{mem:>9}")
+            if r.constructor:
+                lines.append(f"    build: {r.constructor}; run: {r.command}")
+        if self.omitted:
+            lines.append(f"  … {self.omitted} more rows (without --top: all of them)")
         b = self.bound
-        if isinstance(b, LowerBound):
+        if isinstance(b, LaplaceLowerBound):
             lines.append(
-                f"lower bound: no ε-DP counter is within C = {float(b.value):g} of every c_t, "
-                f"t ≤ T, w.p. ≥ 2/3 (C² = {float(b.value**2):g}); {b.formula}"
+                f"lower bound: every linear Laplace counter has max Var ≥ {b.value:.2f}; "
+                f"{b.formula}"
             )
         else:
             lines.append(
                 f"lower bound: every linear Gaussian counter has max Var ≥ {b.value:.2f}; "
                 f"{b.formula}"
             )
+        e = self.error_bound
+        if e is not None:
+            lines.append(
+                f"error bound (not a variance): no ε-DP counter is within "
+                f"C = {float(e.value * self.sensitivity):g} of every c_t, t ≤ T, w.p. ≥ 2/3; "
+                f"C ≥ Δ·G(D)/2, G(D) = D = ⌈ln(2q)/ε⌉ − 1 = {e.D} (q = {e.q}; Dwork et al. 2010)"
+            )
         lines.extend(self.notes)
         return "\n".join(lines)
+
+    def head(self, n: int) -> FrontierReport:
+        """The report with only its ``n`` best evaluated rows (the rest counted in
+        :attr:`omitted`)."""
+        n = check_int_range("top", n, 1, None)
+        kept = tuple(r for r in self.rows if r.skipped is None)[:n]
+        return replace(self, rows=kept, omitted=self.omitted + len(self.rows) - len(kept))
 
 
 def _up1(value: Fraction, upper: bool) -> str:
@@ -303,10 +359,15 @@ def _label(cls: type[Mechanism], params: dict[str, Any]) -> str:
 
 
 def _evaluate(
-    cls: type[Mechanism], params: dict[str, Any], horizon: int, budget: dict[str, Any]
+    cls: type[Mechanism],
+    params: dict[str, Any],
+    horizon: int,
+    budget: dict[str, Any],
+    sensitivity: Fraction = Fraction(1),
 ) -> FrontierRow | None:
     """One row; None when this parameterisation is not a counter (e.g. a window sum).
-    ``budget`` is ``{"epsilon": ε}`` or ``{"rho": ρ}``."""
+    ``budget`` is ``{"epsilon": ε}`` or ``{"rho": ρ}``; the variances are those of items of
+    sensitivity Δ (``sensitivity``): Δ² times those of bits (noise scales are ∝ Δ)."""
     label = _label(cls, params)
     upper = False
     try:
@@ -321,10 +382,22 @@ def _evaluate(
             if bounds is None:
                 raise
             (mean, top), upper = bounds, True
-        memory = m.online_memory(horizon)
+        memory = online_memory(m, horizon)
     except (DprefError, MemoryError) as exc:
         return FrontierRow(cls.name, params, label, skipped=str(exc).split("\n")[0])
-    return FrontierRow(cls.name, params, label, mean, top, memory, upper=upper)
+    how = (cls, params, horizon, budget, sensitivity)
+    scale = sensitivity**2
+    return FrontierRow(
+        cls.name,
+        params,
+        label,
+        mean * scale,
+        top * scale,
+        memory,
+        upper=upper,
+        constructor=constructor(*how),
+        command=release_command(*how),
+    )
 
 
 def frontier(
@@ -334,6 +407,8 @@ def frontier(
     mechanisms: Any = None,
     *,
     rho: Any = None,
+    sensitivity: Any = 1,
+    top: Any = None,
 ) -> FrontierReport:
     """The exact frontier at T = ``horizon`` and ε = ``epsilon`` (pure DP, Laplace noise) or
     ρ = ``rho`` (zCDP, Gaussian noise) — see the module docstring.
@@ -350,8 +425,16 @@ def frontier(
         ``"max"`` (default) or ``"mean"``: which statistic the best row minimises.
     mechanisms
         Names of registered counting mechanisms to compare (default: all of them).
+    sensitivity
+        Δ, exact, ``0 < Δ ≤ 10^9`` (default 1, bits): items in ``[0, Δ]``; every variance
+        and bound scales by Δ² (the error bound by Δ).
+    top
+        Keep only the ``top`` best evaluated rows (default: every row, skipped ones last).
     """
     T = check_int_range("horizon", horizon, 1, MAX_FRONTIER_HORIZON)
+    delta = check_sensitivity(sensitivity)
+    if top is not None:
+        top = check_int_range("top", top, 1, None)
     if (epsilon is None) == (rho is None):
         raise ParameterError(
             f"epsilon={fmt(epsilon)}, rho={fmt(rho)}: give exactly one of epsilon (pure DP, "
@@ -385,7 +468,7 @@ def frontier(
             rows.append(FrontierRow(cls.name, {}, cls.name, skipped=str(exc)))
             continue
         for params in variants:
-            row = _evaluate(cls, params, T, budget)
+            row = _evaluate(cls, params, T, budget, delta)
             if row is not None:
                 rows.append(row)
     done = [r for r in rows if r.skipped is None]
@@ -397,46 +480,78 @@ def frontier(
 
     done.sort(key=key)
     if done:
-        b = done[0]
-        done[0] = FrontierRow(
-            b.mechanism, b.params, b.label, b.mean, b.max, b.memory, None, True, b.upper
-        )
+        done[0] = replace(done[0], best=True)
     if r is not None:
-        return FrontierReport(
-            T, None, objective, tuple(done + skipped), factorization_lower_bound(r, T), rho=r
+        report = FrontierReport(
+            T,
+            None,
+            objective,
+            tuple(done + skipped),
+            factorization_lower_bound(r, T, delta),
+            rho=r,
+            sensitivity=delta,
         )
-    assert eps is not None
-    return FrontierReport(T, eps, objective, tuple(done + skipped), lower_bound("prefix", eps, T))
+    else:
+        assert eps is not None
+        report = FrontierReport(
+            T,
+            eps,
+            objective,
+            tuple(done + skipped),
+            laplace_lower_bound(eps, T, delta),
+            error_bound=lower_bound("prefix", eps, T),
+            sensitivity=delta,
+        )
+    return report if top is None else report.head(top)
 
 
 def _budget(report: FrontierReport) -> dict[str, Any]:
+    """``{"epsilon": ε}`` or ``{"rho": ρ}`` of a report."""
     if report.rho is not None:
         return {"rho": report.rho}
     assert report.epsilon is not None
     return {"epsilon": report.epsilon}
 
 
-def variance_curve(row: FrontierRow, horizon: int, budget: dict[str, Any]) -> FloatArray:
+def _bound_at(report: FrontierReport, horizon: int) -> float:
+    """The report's variance lower bound at another T (same budget and Δ)."""
+    if report.rho is not None:
+        return factorization_lower_bound(report.rho, horizon, report.sensitivity).value
+    return laplace_lower_bound(report.epsilon, horizon, report.sensitivity).value
+
+
+def variance_curve(
+    row: FrontierRow, horizon: int, budget: dict[str, Any], sensitivity: Any = 1
+) -> FloatArray:
     """``Var(out_t)`` for t = 1..T of one evaluated row (floats, for plotting); ``budget``
-    is ``{"epsilon": ε}`` or ``{"rho": ρ}``."""
+    is ``{"epsilon": ε}`` or ``{"rho": ρ}``; items of sensitivity Δ (variances × Δ²)."""
     m = MECHANISMS[row.mechanism](horizon=horizon, **budget, **row.params)
+    scale = float(check_sensitivity(sensitivity) ** 2)
     counts = m.variance_counts(horizon)
     if counts is None:
         upper = m.variance_upper(horizon) if horizon > EXACT_LIST_LIMIT else None
-        return m.variance(horizon) if upper is None else np.asarray(upper, dtype=np.float64)
+        curve = m.variance(horizon) if upper is None else np.asarray(upper, dtype=np.float64)
+        return np.asarray(curve, dtype=np.float64) * scale
     units, n = counts
     if isinstance(units, Fraction):
         units, n = (units,), n.reshape(1, -1)
     out: FloatArray = np.zeros(horizon, dtype=np.float64)
     for u, counts_row in zip(units, n, strict=True):
         out += float(u) * counts_row
-    return out
+    return out * scale
 
 
-def plot(report: FrontierReport, path: str, leading: int = 3, max_exponent: int = 24) -> list[str]:
+def plot(
+    report: FrontierReport, path: str, leading: int = 3, max_exponent: int | None = None
+) -> list[str]:
     """Draw ``Var(out_t)`` against t (T of the report) and the objective against
-    ``T = 2^4 … 2^max_exponent`` for the best row of each of the ``leading`` best mechanisms;
-    write the figure to ``path``.
+    ``T = 2^4, 2^5, …`` up to the report's T (the last point is the table's own number) — or
+    up to ``2^max_exponent`` when given — for the best row of each of the ``leading`` best
+    mechanisms; write the figure to ``path``.
+
+    The sweep stops at the report's T by default: each point evaluates the row at that T,
+    and points up to T cost at most about twice the row at T (sizes double), while a sweep
+    to ``2^24`` cost ~20× the whole table at T = 1000.
 
     Needs matplotlib (the ``plot`` extra).  Returns the labels drawn.
     """
@@ -455,24 +570,34 @@ def plot(report: FrontierReport, path: str, leading: int = 3, max_exponent: int 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     T = report.horizon
     step = max(1, T // 4096)
+    delta = report.sensitivity
     for r in rows:
-        curve = variance_curve(r, T, _budget(report))
+        curve = variance_curve(r, T, _budget(report), delta)
         t = np.arange(1, T + 1)
         ax1.plot(t[::step], curve[::step], lw=0.7, label=r.label)
     ax1.set_xlabel("t")
     ax1.set_ylabel("Var(out_t)")
     ax1.set_title(f"T = {T}, " + ", ".join(f"{k} = {v}" for k, v in _budget(report).items()))
     ax1.legend(fontsize=8)
-    horizons = [2**p for p in range(4, check_int_range("max_exponent", max_exponent, 4, 24) + 1)]
+    if max_exponent is None:
+        horizons = [2**p for p in range(4, T.bit_length()) if 2**p < T] + [T]
+    else:
+        top = check_int_range("max_exponent", max_exponent, 4, 24)
+        horizons = [2**p for p in range(4, top + 1)]
     for r in rows:
         xs, ys = [], []
         for h in horizons:
-            row = _evaluate(MECHANISMS[r.mechanism], r.params, h, _budget(report))
+            if h == T:  # the table's own number
+                row: FrontierRow | None = r
+            else:
+                row = _evaluate(MECHANISMS[r.mechanism], r.params, h, _budget(report), delta)
             value = None if row is None else (row.max if report.objective == "max" else row.mean)
             if value is not None:
                 xs.append(h)
                 ys.append(float(value))
         ax2.plot(xs, ys, marker=".", label=r.label)
+    if report.objective == "max":  # the bound is on the maximum variance
+        ax2.plot(horizons, [_bound_at(report, h) for h in horizons], "k:", label="lower bound")
     ax2.set_xscale("log", base=2)
     ax2.set_xlabel("T")
     ax2.set_ylabel(f"{report.objective} Var over t ≤ T")

@@ -190,7 +190,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dpref.sensitivity",
     ),
     ("dpref.mechanisms",),
-    ("dpref.registry", "dpref.golden", "dpref.frontier"),
+    ("dpref.registry", "dpref.golden", "dpref.frontier", "dpref.frontier_rows"),
     (
         "dpref.audit",
         "dpref.sanitize",

@@ -17,7 +17,10 @@ def add_parser(subparsers: Any) -> None:
         help="exact mean/max variance of every counter and parameterisation at T and ε or ρ",
         description="Compute, exactly, the mean and the maximum per-step variance of every "
         "counting mechanism and parameterisation at horizon T and budget ε (pure DP, Laplace "
-        "noise) or ρ (zCDP, Gaussian noise), and print them best first by --objective.",
+        "noise) or ρ (zCDP, Gaussian noise), and print them best first by --objective, each "
+        "with the Python expression that builds it and the `dpref release` command that runs "
+        "it; under the table, the lower bound on the maximum variance (the table's unit) and, "
+        "for ε, the packing bound on the error.",
     )
     p.add_argument("--horizon", required=True, help="T, an integer in [1, 2^24]")
     budget = p.add_mutually_exclusive_group(required=True)
@@ -37,7 +40,24 @@ def add_parser(subparsers: Any) -> None:
         help="compare only this counting mechanism (repeatable; default: all)",
     )
     p.add_argument(
-        "--plot", default=None, metavar="FILE", help="draw the leading rows (matplotlib)"
+        "--top",
+        default=None,
+        metavar="N",
+        help="print only the N best rows (default: every row, skipped ones last)",
+    )
+    p.add_argument(
+        "--sensitivity",
+        default="1",
+        metavar="DELTA",
+        help="Δ, exact, 0 < Δ ≤ 10^9: items in [0, Δ]; variances and bounds scale by Δ² "
+        "(default %(default)s: bits)",
+    )
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="draw Var(out_t) of the three leading mechanisms and their objective at T = 2^4 … "
+        "T (matplotlib)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -49,15 +69,16 @@ def run(args: argparse.Namespace) -> int:
     from dpref.validation import check_int_range
 
     horizon = _int_arg("horizon", args.horizon, check_int_range)
+    top = None if args.top is None else _int_arg("top", args.top, check_int_range)
+    delta = _number_arg("sensitivity", args.sensitivity)
     if args.rho is not None:
-        report = frontier(
-            horizon, None, args.objective, args.mechanism, rho=_number_arg("rho", args.rho)
-        )
+        budget: dict[str, Any] = {"rho": _number_arg("rho", args.rho)}
+        eps = None
     else:
-        report = frontier(
-            horizon, _number_arg("epsilon", args.epsilon), args.objective, args.mechanism
-        )
-    drawn = plot(report, args.plot) if args.plot else []
+        budget, eps = {}, _number_arg("epsilon", args.epsilon)
+    full = frontier(horizon, eps, args.objective, args.mechanism, sensitivity=delta, **budget)
+    drawn = plot(full, args.plot) if args.plot else []
+    report = full if top is None else full.head(top)
     if args.json:
         doc = report.as_dict()
         if args.plot:
@@ -74,7 +95,8 @@ def _int_arg(name: str, text: str, check: Any) -> int:
     from dpref.errors import ParameterError
 
     if len(text) > 30 or not text.strip().lstrip("+").isdigit():
-        raise ParameterError(f"{name}={text!r}: must be an integer in [1, 2^24]")
+        limit = "[1, 2^24]" if name == "horizon" else ">= 1"
+        raise ParameterError(f"{name}={text!r}: must be an integer {limit}")
     value: int = check(name, int(text), 1, None)
     return value
 

@@ -5,8 +5,16 @@ The JSON object has the keys ``format`` (:data:`FORMAT`), ``passed``, ``dpref_ve
 ``git_commit`` and ``git_dirty`` (``null`` outside a git checkout), ``platform``,
 ``python``, ``packages`` (numpy, scipy, sympy versions), ``options``, ``seed``,
 ``started`` (UTC, ISO 8601), ``wall_seconds``, ``totals`` (rows, checks, failed rows,
-failed checks) and ``rows`` (each row of the verify table, with its checks and details,
-as :meth:`~dpref.verify.VerifyRow.as_dict` gives it).
+failed checks), ``golden`` (the golden-vector file's sha256), ``manifest`` (per shipped
+package, the number of files and their manifest digest, :mod:`dpref.verify.digest`) and
+``rows`` (each row of the verify table, with its checks and details, as
+:meth:`~dpref.verify.VerifyRow.as_dict` gives it: exact values in full).
+
+The Markdown page abbreviates every exact value longer than
+:data:`~dpref.verify.digest.ABBREVIATE_DIGITS` digits as ``≈ <float> (exact: N digits,
+sha256 <first 12 hex>)`` (the digest of the JSON's string), states whether the working tree
+had uncommitted changes, lists every proof claim with its statement, and has no line longer
+than :data:`MAX_LINE` characters.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ from typing import Any
 from dpref.errors import ParameterError
 from dpref.validation import fmt
 from dpref.verify import VerifyOptions, VerifyRow
+from dpref.verify.digest import abbreviate, golden_digest, package_manifest
 
 __all__ = [
     "FORMAT",
+    "MAX_LINE",
     "build_certificate",
     "certificate_paths",
     "check_writable",
@@ -37,6 +47,10 @@ __all__ = [
 
 FORMAT = "dpref-verify-certificate/1"
 """The ``format`` key of the JSON certificate."""
+MAX_LINE = 400
+"""No line of the Markdown certificate is longer than this (characters)."""
+SHIPPED = ("dpref", "proofs")
+"""The packages whose files the manifest digest covers."""
 PACKAGES = ("numpy", "scipy", "sympy")
 """The dependencies whose versions a certificate records."""
 _ROOT = Path(__file__).resolve().parents[2]
@@ -165,15 +179,89 @@ def build_certificate(
             "failed_rows": len(failed),
             "failed_checks": sum(r.failed for r in rows),
         },
+        "golden": golden_digest(),
+        "manifest": {name: package_manifest(name) for name in SHIPPED},
         "proof_kinds": proof_kinds(rows),
         "rows": [r.as_dict() for r in rows],
     }
 
 
-def _cell(value: Any) -> str:
-    """A Markdown table cell: one line, pipes escaped."""
-    text = "" if value is None else str(value)
-    return " ".join(text.split()).replace("|", "\\|")
+def _cell(value: Any, limit: int | None = None) -> str:
+    """A Markdown table cell: one line, long exact values abbreviated, pipes escaped; cut to
+    ``limit`` characters (the JSON keeps the whole text)."""
+    text = abbreviate(" ".join(("" if value is None else str(value)).split()))
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text.replace("|", "\\|")
+
+
+def _wrapped(text: str, first: str, rest: str = "  ") -> list[str]:
+    """``first + text`` as Markdown lines of at most :data:`MAX_LINE` characters (a list
+    item's continuation lines are indented by ``rest``)."""
+    import textwrap
+
+    return textwrap.wrap(
+        abbreviate(" ".join(text.split())),
+        width=MAX_LINE // 2,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def _tree_state(cert: dict[str, Any]) -> str:
+    """Whether the checkout had uncommitted changes to tracked files."""
+    if cert.get("git_dirty") is None:
+        return "unknown (not a git checkout)"
+    if cert["git_dirty"]:
+        return "dirty: uncommitted changes to tracked files (the commit alone is not what ran)"
+    return "clean: no uncommitted changes to tracked files"
+
+
+def _digest_lines(cert: dict[str, Any]) -> list[str]:
+    """The golden file's and the shipped packages' digests (table rows)."""
+    lines = []
+    golden = cert.get("golden")
+    if golden:
+        lines.append(
+            f"| golden vectors | {_cell(golden['file'])}: {golden['bytes']} bytes, "
+            f"sha256 `{golden['sha256']}` |"
+        )
+    for name, man in (cert.get("manifest") or {}).items():
+        if man is None:
+            lines.append(f"| package {_cell(name)} | not found |")
+        else:
+            lines.append(
+                f"| package {_cell(name)} | {man['files']} files, manifest sha256 "
+                f"`{man['sha256']}` |"
+            )
+    return lines
+
+
+def _theorems(rows: list[dict[str, Any]]) -> list[str]:
+    """Every proof claim of the proofs rows: subject, claim, label and statement."""
+    lines: list[str] = []
+    for row in rows:
+        claims = row.get("claims")
+        if row.get("suite") != "proofs" or not isinstance(claims, list):
+            continue
+        for c in claims:
+            if not isinstance(c, dict):
+                continue
+            head = f"- **{c.get('mechanism', row['mechanism'])} — {c.get('claim', '')}** "
+            head += f"({c.get('status', '')}): "
+            lines += _wrapped(str(c.get("statement", "")), head)
+    if not lines:
+        return []
+    return [
+        "## Proof claims",
+        "",
+        "The statement of every proof claim (the theorem, for a proven one), with its label.",
+        "",
+        *lines,
+        "",
+    ]
 
 
 def _kinds_table(kinds: dict[str, dict[str, int]]) -> list[str]:
@@ -195,14 +283,16 @@ def _kinds_table(kinds: dict[str, dict[str, int]]) -> list[str]:
     return [*lines, ""]
 
 
+_DETAIL = 160
+"""The detail column is cut to this many characters (the JSON holds the whole text)."""
+
+
 def to_markdown(cert: dict[str, Any]) -> str:
     """The certificate as a Markdown page."""
     totals = cert["totals"]
     verdict = "PASSED" if cert["passed"] else "FAILED"
     opts = cert["options"]
     commit = cert["git_commit"] or "not a git checkout"
-    if cert["git_dirty"]:
-        commit += " (with uncommitted changes)"
     lines = [
         "# dpref verify certificate",
         "",
@@ -216,6 +306,8 @@ def to_markdown(cert: dict[str, Any]) -> str:
         "|---|---|",
         f"| dpref | {_cell(cert['dpref_version'])} |",
         f"| git commit | {_cell(commit)} |",
+        f"| working tree | {_tree_state(cert)} |",
+        *_digest_lines(cert),
         f"| platform | {_cell(cert['platform'])} |",
         f"| Python | {_cell(cert['python'])} |",
         *(f"| {name} | {_cell(v or 'not installed')} |" for name, v in cert["packages"].items()),
@@ -233,6 +325,7 @@ def to_markdown(cert: dict[str, Any]) -> str:
         f"| --jobs | {opts['jobs']} |",
         "",
         *_kinds_table(cert.get("proof_kinds") or {}),
+        *_theorems(cert["rows"]),
         "## Rows",
         "",
         "| # | suite | subject | checks | failed | declared | proven | status | seconds | detail |",
@@ -242,10 +335,22 @@ def to_markdown(cert: dict[str, Any]) -> str:
         lines.append(
             f"| {i} | {_cell(row['suite'])} | {_cell(row['mechanism'])} | {row['checks']} | "
             f"{row['failed']} | {_cell(row['declared_epsilon'])} | {_cell(row['proven_sum'])} "
-            f"| {row['status']} | {row['seconds']:.2f} | {_cell(row['detail'])} |"
+            f"| {row['status']} | {row['seconds']:.2f} | {_cell(row['detail'], _DETAIL)} |"
         )
-    lines += ["", f"Certificate format `{cert['format']}`; the JSON twin holds every field.", ""]
-    return "\n".join(lines)
+    lines += [
+        "",
+        f"Certificate format `{cert['format']}`; the JSON twin holds every field. A value "
+        "written `≈ x (exact: N digits, sha256 h)` is exact in the JSON; h is the first 12 hex "
+        "digits of the sha256 of its string there; a detail ending in … is cut (whole in "
+        "the JSON). A package's manifest sha256 is that of "
+        "`sha256sum` over its files sorted by path (dpref.verify.digest).",
+        "",
+    ]
+    text = "\n".join(lines)
+    longest = max(len(line) for line in lines)
+    if longest > MAX_LINE:  # a row with many long cells: the JSON has everything
+        text = "\n".join(ln if len(ln) <= MAX_LINE else ln[: MAX_LINE - 1] + "…" for ln in lines)
+    return text
 
 
 def write_certificate(cert: dict[str, Any], path: str | os.PathLike[str]) -> tuple[Path, Path]:
