@@ -81,9 +81,9 @@ def golden_exit_code(result: Any) -> int:
     (non-conformance); 3 the target only timed out, was given up on or left vectors
     unrun (nothing proven wrong, nothing established)."""
     if result.ok:
-        return EXIT_CODES[NO_VIOLATION]
+        return EXIT_CODES[CONFORMS]
     if result.mismatches or any(f.kind not in UNDETERMINING for _, f in result.findings):
-        return EXIT_CODES[VIOLATION]
+        return EXIT_CODES[DOES_NOT_CONFORM]  # a wrong output is not a privacy verdict
     return EXIT_CODES[INCONCLUSIVE]
 
 
