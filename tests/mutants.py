@@ -324,8 +324,8 @@ MUTANTS: tuple[Mutant, ...] = (
         id="sqrt-l1-uses-s2",
         kind="scale",
         file=_FC,
-        old="        return self.s1(horizon, ops) * delta / eps",
-        new="        return self.s2(horizon, ops) * delta / eps",
+        old="        return column_sum(self, 1, horizon, ops) * delta / eps",
+        new="        return column_sum(self, 2, horizon, ops) * delta / eps",
         why="sqrt's Laplace scale uses the column's L2² norm S₂ < S₁ (in laplace_scale, the"
         " one Laplace scale formula the draws, the plan and the declaration read)",
         mechanisms=("sqrt",),
@@ -334,8 +334,8 @@ MUTANTS: tuple[Mutant, ...] = (
         id="sqrt-gaussian-rho",
         kind="zCDP composition",
         file=_FC,
-        old="        return self.s2(horizon, ops) * delta**2 / (2 * r)",
-        new="        return self.s2(horizon, ops) * delta**2 / (4 * r)",
+        old="        return column_sum(self, 2, horizon, ops) * delta**2 / (2 * r)",
+        new="        return column_sum(self, 2, horizon, ops) * delta**2 / (4 * r)",
         why="factorization's Gaussian variance S₂Δ²/(4ρ): L2 sum 4ρ (in gaussian_variance, the"
         " one formula the draws, the plan and gaussian_terms read)",
         mechanisms=("sqrt", "blt"),

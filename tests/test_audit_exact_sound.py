@@ -155,7 +155,13 @@ def _code(argv: list[str], capsys: pytest.CaptureFixture[str]) -> int:
 def test_exit_code_contract(capsys: pytest.CaptureFixture[str]) -> None:
     """0 no violation and no finding; 1 violation / non-conformance; 3 inconclusive; 2 usage,
     for audit, conform, --exact and golden run (docs/auditing.md §5, docs/cli.md)."""
-    assert EXIT_CODES == {"no-violation-found": 0, "violation": 1, "inconclusive": 3}
+    assert EXIT_CODES == {
+        "no-violation-found": 0,
+        "conforms": 0,
+        "violation": 1,
+        "does-not-conform": 1,
+        "inconclusive": 3,
+    }
     small = ["--horizon", "4", "--epsilon", "1", "--samples", "2000", "--seed", "1"]
     # audit's 3 (a NaN finding) is test_nan_in_a_tenth_of_calls_exits_3
     audit_cases = {f"{HOSTILE}:simple2_batched": 0, f"{HOSTILE}:releases_item2_batched": 1}

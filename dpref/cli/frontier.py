@@ -18,7 +18,7 @@ def add_parser(subparsers: Any) -> None:
         description="Compute, exactly, the mean and the maximum per-step variance of every "
         "counting mechanism and parameterisation at horizon T and budget ε (pure DP, Laplace "
         "noise) or ρ (zCDP, Gaussian noise), and print them best first by --objective, each "
-        "with the Python expression that builds it and the `dpref release` command that runs "
+        "with the Python expression that builds it and the dpref release command that runs "
         "it; under the table, the lower bound on the maximum variance (the table's unit) and, "
         "for ε, the packing bound on the error.",
     )

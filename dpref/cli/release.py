@@ -76,7 +76,10 @@ def _output_rho(mech: Any, horizon: int) -> dict[str, Any]:
         return {}
     from dpref.audit.gaussian.output_budget import DECLARATION_WORK, output_budget
 
-    found = output_budget(mech, horizon, max_work=DECLARATION_WORK)
+    try:
+        found = output_budget(mech, horizon, max_work=DECLARATION_WORK)
+    except ParameterError as exc:  # a factorization's plan: no node-interval plan
+        return {"output_rho": None, "output_rho_label": f"not computed: {exc}; rho bounds it"}
     if found is None:
         return {
             "output_rho": None,

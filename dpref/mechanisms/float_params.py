@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -54,7 +55,9 @@ def _binary(name: str, item: str, notes: list[str]) -> str:
     if not math.isfinite(value):
         raise ParameterError(f"{name}={text}: must be finite")
     exact = Fraction(value)
-    if exact == Fraction(text):  # the decimal is a float exactly (0.5): nothing to say
+    # the decimal is a float exactly (0.5): nothing to say.  Compared as Decimals: a
+    # Fraction of "1e-999999999" would build a billion-digit integer
+    if Decimal(text) == Decimal(value):
         return str(exact)
     den = exact.denominator
     shown = (

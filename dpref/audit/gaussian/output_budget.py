@@ -38,7 +38,7 @@ import numpy as np
 from dpref.audit.gaussian.l2loss import MAX_GAUSSIAN_EXACT_WORK, item_mu_squared
 from dpref.errors import ParameterError
 from dpref.mechanisms import Mechanism
-from dpref.plan import DENSE_LIMIT
+from dpref.plan import DENSE_LIMIT, LinearPlan
 from dpref.validation import check_positive_int, fmt
 
 __all__ = ["DECLARATION_WORK", "MAX_EXACT_OUTPUT_HORIZON", "OutputBudget", "output_budget"]
@@ -114,7 +114,8 @@ def output_budget(
     or None when T exceeds :data:`MAX_EXACT_OUTPUT_HORIZON` or the exact elimination needs
     more than ``max_work`` word operations.
 
-    Raises :class:`~dpref.errors.ParameterError` naming ``mechanism`` for a mechanism that
+    Raises :class:`~dpref.errors.ParameterError` naming ``mechanism`` for a mechanism whose
+    plan is not a :class:`~dpref.plan.LinearPlan` (the factorizations) or that
     does not add continuous Gaussian noise (discrete Gaussian noise is not exactly a
     Gaussian shift), and naming ``horizon`` beyond the mechanism's
     horizon or the dense plan's size."""
@@ -133,6 +134,11 @@ def output_budget(
     if T > MAX_EXACT_OUTPUT_HORIZON:
         return None
     plan = mechanism.plan(T)
+    if not isinstance(plan, LinearPlan):
+        raise ParameterError(
+            f"mechanism={mechanism!r}: its plan is a {type(plan).__name__}, not a node-interval "
+            "LinearPlan; the exact output-level ρ is computed for LinearPlans"
+        )
     R = plan.recombination.to_dense_exact()
     sig = mechanism.noise_multipliers(T)
     sigma = [Fraction(float(s)) for s in np.broadcast_to(np.asarray(sig), (len(R[0]),))]
