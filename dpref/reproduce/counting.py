@@ -209,7 +209,7 @@ def figure(
         color = f"C{i}"  # the colour a curve had when Simple I was drawn, in every figure
         ax.plot(t[::step], emp[label][::step], lw=0.5, alpha=0.4, color=color)
         ax.plot(t[::step], ex[label][::step], lw=1.3, ls="--", color=color, zorder=3, label=label)
-    top = max(float(np.max(emp[label])) for label in drawn)
+    top = max(float(max(np.max(emp[label]), np.max(ex[label]))) for label in drawn)
     ax.set_ylim(0, 1.3 * top)  # headroom for the legend and the note
     ax.set_xlim(0, T)
     if CLIPPED in ex:
