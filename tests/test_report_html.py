@@ -15,7 +15,7 @@ from dpref.audit.conformance.conform import ConformReport
 from dpref.audit.conformance.conform_checks import Check
 from dpref.audit.reports.audit_report import AuditReport
 from dpref.audit.reports.structural_report import StructuralReport
-from dpref.audit.sweep import SweepReport
+from dpref.audit.sweep import SweepReport, SweepRow
 from dpref.frontier import frontier
 from dpref.report_html import HtmlSummary, html_table, summary_rows, summary_table
 
@@ -107,8 +107,15 @@ def test_report_summary_and_html_table(kind: str) -> None:
 
 
 def test_sweep_report_has_the_html_form_of_its_summary() -> None:
-    assert issubclass(SweepReport, HtmlSummary)
-    assert "summary" in SweepReport.__dict__
+    row = SweepRow(
+        horizon=5, method="exact", verdict="violation", result="ε = ∞", detail=EVIL, seconds=0.1
+    )
+    report = SweepReport(
+        target=EVIL, claim="ε = 1", seed=0, max_seconds=None, horizons=[5], rows=[row]
+    )
+    out = report._repr_html_()
+    assert out.count("<tr>") == len(summary_rows(report.summary()))
+    assert "<script>" not in out and html.escape(EVIL) in out
 
 
 def test_plan_summary_lists_every_check() -> None:
