@@ -52,6 +52,7 @@ from dpref.lower_bounds import (
     prefix_decay,
 )
 from dpref.mechanisms.base import MECHANISMS, Mechanism
+from dpref.report_html import HtmlSummary, html_table
 from dpref.validation import check_choice, check_epsilon, check_int_range, check_rho, fmt
 
 __all__ = [
@@ -128,7 +129,7 @@ class FrontierRow:
 
 
 @dataclass(frozen=True)
-class FrontierReport:
+class FrontierReport(HtmlSummary):
     """The frontier at one (T, ε)."""
 
     horizon: int
@@ -238,6 +239,46 @@ class FrontierReport:
             )
         lines.extend(self.notes)
         return "\n".join(lines)
+
+    def summary(self) -> str:
+        """A short text: the first :meth:`table` line, the best row, how many rows, and the
+        lower bound (:meth:`table` has every row)."""
+        lines = self.table().splitlines()
+        evaluated = [r for r in self.rows if r.skipped is None]
+        best = self.best
+        out = [lines[0]]
+        if best is not None and best.mean is not None and best.max is not None:
+            le = "≤" if best.upper else ""
+            out.append(
+                f"best        {best.label}: mean Var {le}{_up1(best.mean, best.upper)}, "
+                f"max Var {le}{_up1(best.max, best.upper)}"
+            )
+            if best.constructor:
+                out.append(f"build       {best.constructor}")
+        out.append(
+            f"rows        {len(evaluated)} evaluated, {len(self.rows) - len(evaluated)} skipped"
+            + (f", {self.omitted} omitted" if self.omitted else "")
+        )
+        out.extend(line for line in lines if line.startswith("lower bound:"))
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        """The rows as an HTML table (mechanism, mean and max Var, memory), the best
+        marked ``*``, then the lower bound; every cell escaped."""
+        rows: list[list[str]] = []
+        for r in self.rows:
+            if r.skipped is not None or r.mean is None or r.max is None:
+                rows.append(["*" if r.best else "", r.label, "skipped", r.skipped or "", ""])
+                continue
+            le = "≤" if r.upper else ""
+            mem = "n/a" if r.memory is None else str(r.memory)
+            mean, top = _up1(r.mean, r.upper), _up1(r.max, r.upper)
+            rows.append(["*" if r.best else "", r.label, le + mean, le + top, mem])
+        first, *rest = self.table().splitlines()
+        notes = [line for line in rest if line.startswith(("lower bound:", "error bound", "  …"))]
+        rows.extend([["", n.strip(), "", "", ""] for n in notes])
+        header = ["", "mechanism", "mean Var", "max Var", "memory (floats)"]
+        return html_table(first, rows, header)
 
     def head(self, n: int) -> FrontierReport:
         """The report with only its ``n`` best evaluated rows (the rest counted in

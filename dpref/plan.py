@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # scipy.sparse costs ~0.2 s to import: loaded where a matrix 
     import scipy.sparse as sp
 
 from dpref.errors import ParameterError, PlanCheckError
+from dpref.report_html import HtmlSummary
 from dpref.validation import ceil_float, ceil_sqrt_float, fmt_sequence
 
 __all__ = ["ExactSparse", "LinearPlan", "PlanCheck", "PlanReport", "TargetRows"]
@@ -162,7 +163,7 @@ class PlanCheck:
 
 
 @dataclass(frozen=True)
-class PlanReport:
+class PlanReport(HtmlSummary):
     """All exact checks of one plan at one horizon."""
 
     mechanism: str
@@ -198,6 +199,13 @@ class PlanReport:
         )
         state = "passed" if self.passed else "FAILED"
         return f"{self.mechanism} at T={self.horizon}: {state}; {what}"
+
+    def summary(self) -> str:
+        """:meth:`describe`, then one line per check (``pass``/``FAIL``, name, detail)."""
+        rows = [
+            f"  {'pass' if c.passed else 'FAIL'}  {c.name:<10}  {c.detail}" for c in self.checks
+        ]
+        return "\n".join([self.describe(), *rows])
 
     @property
     def passed(self) -> bool:

@@ -179,7 +179,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 LAYERS: list[tuple[str, ...]] = [
     ("dpref.errors",),
-    ("dpref.validation", "dpref.plugins", "dpref.caching", "dpref.lazy"),
+    ("dpref.validation", "dpref.plugins", "dpref.caching", "dpref.lazy", "dpref.report_html"),
     ("dpref.rigorous", "dpref.noise", "dpref.dyadic", "dpref.accounting"),
     (
         "dpref.domains",

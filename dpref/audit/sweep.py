@@ -36,6 +36,7 @@ import numpy as np
 
 from dpref.audit.reports.deadline import OutOfTime, budget, current, exit_code_of, stopped_text
 from dpref.errors import DprefError, ParameterError
+from dpref.report_html import HtmlSummary
 from dpref.validation import check_int_range
 
 __all__ = [
@@ -117,7 +118,7 @@ class SweepRow:
 
 
 @dataclass(kw_only=True)
-class SweepReport:
+class SweepReport(HtmlSummary):
     """The outcome of a horizon sweep: one row per horizon and one verdict."""
 
     target: str

@@ -46,6 +46,7 @@ from dpref.mechanisms.declarations import (
     check_node_noise,
     numpydoc_parameters,
 )
+from dpref.mechanisms.keywords import guard_init
 from dpref.mechanisms.online_counter import OnlineCounter
 from dpref.mechanisms.variance_floats import counts_to_floats
 from dpref.noise import (
@@ -229,6 +230,7 @@ class Mechanism(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        guard_init(cls)  # a missing or unknown keyword: a DprefTypeError naming it
         if cls.__dict__.get("name") and cls.__module__.startswith("dpref."):
             register_mechanism(cls)
 

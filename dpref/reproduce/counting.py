@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from dpref.reproduce.common import Context, Outcome, save_figure, write_csv
 
-__all__ = ["DESCRIPTION", "NAME", "crossover", "run"]
+__all__ = ["DESCRIPTION", "NAME", "crossover", "figure", "run"]
 
 NAME = "counting"
 DESCRIPTION = (
@@ -174,27 +174,77 @@ def _figures(
 
     plt = pyplot()
     for name, T, emp, ex in runs:
-        fig, ax = plt.subplots(figsize=(7.5, 4.2))
-        t = np.arange(1, T + 1)
-        step = max(1, T // 2000)  # at most ~2000 points per curve keeps the PNG small
-        for label in emp:
-            line = ax.plot(
-                t[::step], emp[label][::step], lw=0.5, alpha=0.4, label=f"{label} ({trials} trials)"
-            )
-            ax.plot(
-                t[::step],
-                ex[label][::step],
-                lw=1.3,
-                ls="--",
-                color=line[0].get_color(),
-                zorder=3,
-                label=f"{label} exact",
-            )
-        ax.set_yscale("log")
-        ax.set_xlabel("t")
-        ax.set_ylabel("mean |error|")
-        what = "Two-Level, block size B" if name == "two-level-B" else "counting mechanisms"
-        ax.set_title(f"{what}: ε = {EPSILON}, T = {T} (dashed: exact E|error|)")
-        ax.legend(fontsize=7, ncol=2)
-        fig.tight_layout()
+        fig = figure(plt, name, T, emp, ex, trials)
         save_figure(ctx, fig, f"counting-{name}.png", out)
+
+
+CLIPPED = "simple1"
+"""The curve left off the comparison figures: Simple I's error (≈ T/ε) is about 100 times
+the others', so on a shared axis the compared curves would be squeezed into its floor; the
+figure states its exact level in a note instead."""
+COMPARED = ("binary", "two-level[block_size=10]")
+"""The pair whose crossover (:func:`crossover` of their exact curves) the figure marks."""
+
+
+def figure(
+    plt: Any,
+    name: str,
+    T: int,
+    emp: dict[str, FloatArray],
+    ex: dict[str, FloatArray],
+    trials: int,
+) -> Any:
+    """One counting figure: the empirical (solid) and exact (dashed) mean absolute error per
+    mechanism on a linear y-axis fitted to the drawn curves, Simple I replaced by a note
+    with its exact mean level, and the step from which Binary's exact error stays below
+    Two-Level's (B = 10) marked with a vertical line — computed here from the plotted
+    exact curves."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    t = np.arange(1, T + 1)
+    step = max(1, T // 2000)  # at most ~2000 points per curve keeps the PNG small
+    drawn = [label for label in emp if label != CLIPPED]
+    for i, label in enumerate(emp):
+        if label == CLIPPED:
+            continue
+        color = f"C{i}"  # the colour a curve had when Simple I was drawn, in every figure
+        ax.plot(t[::step], emp[label][::step], lw=0.5, alpha=0.4, color=color)
+        ax.plot(t[::step], ex[label][::step], lw=1.3, ls="--", color=color, zorder=3, label=label)
+    top = max(float(max(np.max(emp[label]), np.max(ex[label]))) for label in drawn)
+    ax.set_ylim(0, 1.3 * top)  # headroom for the legend and the note
+    ax.set_xlim(0, T)
+    if CLIPPED in ex:
+        ax.text(
+            0.99,
+            0.97,
+            f"Simple I not drawn: its exact E|error| is\n{float(np.mean(ex[CLIPPED])):,.0f} "
+            "at every t, off this scale",
+            transform=ax.transAxes,
+            fontsize=7,
+            ha="right",
+            va="top",
+            gid="clipped-note",
+        )
+    if all(label in ex for label in COMPARED):
+        at = crossover(ex[COMPARED[0]], ex[COMPARED[1]])
+        if at is not None:
+            ax.axvline(at, color="0.3", lw=0.8, ls=":", gid="crossover")
+            left = at > T / 2
+            ax.annotate(
+                f"t = {at:,}: Binary's exact error below\nTwo-Level's (B = 10) from here on",
+                xy=(at, 0.03 * top),
+                xytext=(-4 if left else 4, 0),
+                textcoords="offset points",
+                ha="right" if left else "left",
+                fontsize=7,
+                gid="crossover-label",
+            )
+    ax.set_xlabel("t")
+    ax.set_ylabel("mean |error|")
+    what = "Two-Level, block size B" if name == "two-level-B" else "counting mechanisms"
+    ax.set_title(
+        f"{what}: ε = {EPSILON}, T = {T}\n(thin: mean of {trials} trials; dashed: exact E|error|)",
+        fontsize=10,
+    )
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    fig.tight_layout()
+    return fig

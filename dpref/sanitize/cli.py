@@ -279,36 +279,60 @@ def _draw(
     errors: list[list[float]],
     pq: Any,
 ) -> None:
-    fig, (ax, ax2) = plt.subplots(
-        2, 1, figsize=(9, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
-    )
-    items = [h["items"] for h in history]
-    for k, q in enumerate(qs):
-        ax2.plot(items, [e[k] for e in errors], marker=".", label=f"q={q:g}")
-    ax2.set_ylabel("rank error")
-    ax2.set_xlabel("items read")
-    ax2.legend(fontsize="small", ncol=len(qs))
-    for k, q in enumerate(qs):
-        line = ax.plot(items, [h["quantiles"][k] for h in history], label=f"private q={q:g}")
-        ax.plot(
-            items,
-            [t[k] for t in truth],
-            linestyle="--",
-            color=line[0].get_color(),
-            label=f"true q={q:g}",
-        )
-    ax.set_ylabel("quantile")
-    ax.set_title(
-        f"streaming sanitizer + KLL: ε = {float(pq.epsilon):.3g}, n = {pq.sanitizer.block_size}"
-    )
-    ax.legend(fontsize="small", ncol=2)
-    fig.tight_layout()
+    fig = quantiles_figure(plt, qs, history, truth, errors, pq)
     try:
         fig.savefig(path, dpi=110)
     except OSError as exc:
         raise ParameterError(f"plot={path!r}: cannot write ({exc.strerror or exc})") from None
     finally:
         plt.close(fig)
+
+
+def quantiles_figure(
+    plt: Any,
+    qs: FloatArray,
+    history: list[dict[str, Any]],
+    truth: list[list[float]],
+    errors: list[list[float]],
+    pq: Any,
+) -> Any:
+    """The ``--plot`` figure: private (solid) and true (dashed) quantiles over the items
+    read, and the rank error below.  A history of one point (a stream of one block, or
+    ``--every`` larger than the number of blocks) is drawn with markers: a line through one
+    point draws nothing."""
+    fig, (ax, ax2) = plt.subplots(
+        2, 1, figsize=(9, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
+    items = [h["items"] for h in history]
+    single = len(items) == 1
+    for k, q in enumerate(qs):
+        ax2.plot(items, [e[k] for e in errors], marker="o" if single else ".", label=f"q={q:g}")
+    ax2.set_ylabel("rank error")
+    ax2.set_xlabel("items read")
+    ax2.legend(fontsize="small", ncol=len(qs))
+    for k, q in enumerate(qs):
+        line = ax.plot(
+            items,
+            [h["quantiles"][k] for h in history],
+            marker="o" if single else None,
+            label=f"private q={q:g}",
+        )
+        ax.plot(
+            items,
+            [t[k] for t in truth],
+            linestyle="--",
+            marker="x" if single else None,
+            color=line[0].get_color(),
+            label=f"true q={q:g}",
+        )
+    ax.set_ylabel("quantile")
+    ax.set_title(
+        f"streaming sanitizer + KLL: ε = {float(pq.epsilon):.3g}, n = {pq.sanitizer.block_size}"
+        + (" (one release: markers)" if single else "")
+    )
+    ax.legend(fontsize="small", ncol=2)
+    fig.tight_layout()
+    return fig
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -114,6 +114,7 @@ from dpref.domains import Domain, bits
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import Mechanism
 from dpref.plan import LinearPlan
+from dpref.report_html import HtmlSummary
 from dpref.validation import check_positive_int, check_probability_open, fmt, fmt_sequence
 
 __all__ = ["Check", "ConformReport", "conform", "crash_horizons"]
@@ -126,7 +127,7 @@ _N_STAT_CHECKS = 4
 
 
 @dataclass
-class ConformReport:
+class ConformReport(HtmlSummary):
     """The outcome of :func:`conform`."""
 
     target: str

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from dpref.audit.isolation.targets import Finding
 from dpref.audit.pure.exact import ExactLoss
+from dpref.report_html import HtmlSummary
 
 __all__ = [
     "CONFORMS",
@@ -187,7 +188,7 @@ def _json_float(v: float) -> float | str:
 
 
 @dataclass
-class AuditReport:
+class AuditReport(HtmlSummary):
     """The outcome of :func:`audit`."""
 
     target: str

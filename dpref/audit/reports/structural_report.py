@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpref.audit.isolation.targets import Finding
+from dpref.report_html import HtmlSummary
 from dpref.validation import ceil_sqrt_float
 
 __all__ = ["StructuralReport"]
@@ -31,7 +32,7 @@ def _show(q: Fraction | None) -> str:
 
 
 @dataclass
-class StructuralReport:
+class StructuralReport(HtmlSummary):
     """The result of :func:`exact_audit`.
 
     ``privacy`` is the view the claim is judged in: ``pure`` (ε, Laplace draws), ``gdp``
