@@ -53,7 +53,15 @@ class UsageError(SystemExit):
 
 
 class DprefParser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line on stderr and exit code 2."""
+    """argparse, but usage errors are one line on stderr and exit code 2, and no option
+    may be abbreviated (``allow_abbrev=False``): ``--eps`` is refused, not read as
+    ``--epsilon``, so a command written today cannot change meaning when a later version
+    adds a flag sharing the prefix.  Every ``dpref`` parser and subparser is one of these
+    (``add_subparsers`` makes its children of the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False  # not a default a subcommand could switch back on
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"dpref: error: {message}\n")
@@ -198,43 +206,58 @@ def mechanism_from_args(args: argparse.Namespace, horizon: int | None = None) ->
     )
 
 
-def read_stream(source: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+def read_stream(source: str, option: str = "--input") -> np.ndarray[Any, np.dtype[np.float64]]:
     """One value per line from a file or ``-`` (stdin), or a ``.npy`` array; bounded by
-    :func:`read_input` (size, no FIFOs or devices) and :data:`MAX_INPUT_VALUES`."""
-    data = read_input(source)
+    :func:`read_input` (size, no FIFOs or devices) and :data:`MAX_INPUT_VALUES`.
+
+    Every line of a text input is one number, except comment lines, whose first
+    non-blank character is ``#``.  A blank line is an error naming its line number, as
+    is a line that is not a number: skipping it would silently shift every later item
+    to another time step (and reading it as 0 would invent an item).  Errors name
+    ``option``, the command-line flag that gave ``source``.
+    """
+    data = read_input(source, option)
     if source != "-" and source.endswith(".npy"):
-        check_npy(data, "input", source)
+        check_npy(data, option, source)
         try:
             raw = np.load(io.BytesIO(data), allow_pickle=False)
         except (OSError, ValueError, EOFError) as exc:
             # EOFError: an empty file; ValueError: a bad or oversized header (numpy's
             # message spans several lines, so only its first line is kept)
             why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ParameterError(f"input={fmt(source)}: cannot read .npy ({why})") from None
+            raise ParameterError(f"{option}={fmt(source)}: cannot read .npy ({why})") from None
         if not isinstance(raw, np.ndarray) or raw.dtype.kind not in "biuf":
             kind = raw.dtype if isinstance(raw, np.ndarray) else type(raw).__name__
-            raise ParameterError(f"input={fmt(source)}: .npy must hold real numbers, got {kind}")
+            raise ParameterError(f"{option}={fmt(source)}: .npy must hold real numbers, got {kind}")
         return np.asarray(raw, dtype=np.float64)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ParameterError(
-            f"input={fmt(source)}: not UTF-8 text (byte {exc.start}); "
+            f"{option}={fmt(source)}: not UTF-8 text (byte {exc.start}); "
             "give one number per line, or a .npy file"
         ) from None
     values: list[float] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
-        if not line or line.startswith("#"):
+        if line.startswith("#"):
             continue
+        if not line:
+            raise ParameterError(
+                f"{option}={fmt(source)}: line {lineno} is blank; give one number per line "
+                "(a blank line is neither skipped nor read as 0)"
+            )
         if len(values) >= MAX_INPUT_VALUES:
             raise ParameterError(
-                f"input={fmt(source)}: more than {MAX_INPUT_VALUES:,} values (the input limit)"
+                f"{option}={fmt(source)}: more than {MAX_INPUT_VALUES:,} values (the input limit)"
             )
         try:
             values.append(float(line))
         except ValueError:
-            raise ParameterError(f"input line {lineno}={fmt(line)}: not a number") from None
+            shown = line if len(line) <= 40 else line[:37] + "..."
+            raise ParameterError(
+                f"{option}={fmt(source)}: line {lineno} is {fmt(shown)}, not a number"
+            ) from None
     return np.array(values, dtype=np.float64)
 
 
