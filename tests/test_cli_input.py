@@ -50,3 +50,65 @@ def test_a_bad_stream_line_is_an_error_naming_it(
     out, err = capsys.readouterr()
     assert err.count("\n") == 1 and why in err and err.startswith("dpref: error: --input=")
     assert json.loads(out)["error"]["parameter"] == "--input"
+
+
+# ---------------------------------------------------------------- --input FILE.csv --column NAME
+
+
+def _csv(tmp_path: Path, text: str = "day,value\n1,1\n2,0\n3,1\n4,1\n") -> str:
+    path = tmp_path / "s.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def test_release_reads_a_csv_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = tmp_path / "s.txt"
+    plain.write_text("1\n0\n1\n1\n")
+    argv = ["release", "binary", "--epsilon", "1", "--seed", "3"]
+    assert main([*argv, "--input", str(plain)]) == 0
+    expected = capsys.readouterr().out
+    assert main([*argv, "--input", _csv(tmp_path), "--column", "value"]) == 0
+    assert capsys.readouterr().out == expected  # the same stream, so the same seeded outputs
+    assert len(expected.splitlines()) == 4
+
+
+def test_quantiles_reads_a_csv_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = _csv(tmp_path, "v,w\n" + "".join(f"{i % 7},x\n" for i in range(20)))
+    argv = ["quantiles", "--input", source, "--column", "v", "--domain", "0:10"]
+    assert main([*argv, "--epsilon", "1", "--block-size", "10", "--seed", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] == 20
+
+
+def test_an_unknown_column_is_named_with_the_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["release", "binary", "--epsilon", "1", "--input", _csv(tmp_path), "--column", "vale"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dpref: error: --column='vale': ")
+    assert "did you mean 'value'? choose from day, value" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("day,value\n1,1\n2,\n3,1\n", "line 3, value is blank"),
+        ("day,value\n1,1\n2\n", "line 3, value is blank"),  # a short row
+        ("day,value\n1,1\n\n3,1\n", "line 3, value is blank"),  # a blank row
+        ("day,value\n1,1\n2,one\n", "line 3, value is 'one', not a number"),
+    ],
+)
+def test_a_bad_csv_cell_is_an_error_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, why: str
+) -> None:
+    argv = ["release", "binary", "--epsilon", "1", "--input", _csv(tmp_path, text)]
+    assert main([*argv, "--column", "value"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and why in err
+
+
+def test_a_csv_without_column_says_to_name_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["release", "binary", "--epsilon", "1", "--input", _csv(tmp_path)]) == 2
+    assert "name its column with --column" in capsys.readouterr().err

@@ -4,6 +4,8 @@ mechanism flags (derived from the registry), domains and stream input."""
 from __future__ import annotations
 
 import argparse
+import csv
+import difflib
 import io
 import math
 import os
@@ -31,10 +33,12 @@ __all__ = [
     "add_mechanism_args",
     "cell",
     "check_npy",
+    "choices",
     "mechanism_from_args",
     "mechanism_params_from_args",
     "parse_domain",
     "plain_text",
+    "read_csv_column",
     "read_input",
     "read_stream",
     "run_standalone",
@@ -206,8 +210,58 @@ def mechanism_from_args(args: argparse.Namespace, horizon: int | None = None) ->
     )
 
 
-def read_stream(source: str, option: str = "--input") -> np.ndarray[Any, np.dtype[np.float64]]:
-    """One value per line from a file or ``-`` (stdin), or a ``.npy`` array; bounded by
+def choices(value: str, names: Sequence[str]) -> str:
+    """The one way a list of valid names is shown after an unknown ``value``: the closest
+    names first (:func:`difflib.get_close_matches`), then them all, in their order —
+    ``did you mean 'binary'? choose from kary, binary, …``."""
+    close = difflib.get_close_matches(value, list(names), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"{hint}choose from {', '.join(names)}"
+
+
+def read_csv_column(
+    source: str, column: str, option: str = "--input", column_option: str = "--column"
+) -> list[tuple[int, str]]:
+    """The cells of one column of a CSV file with a header row, each with the line of the
+    file it is on: ``[(line, text), …]`` (a row shorter than the header has ``""``).
+
+    Read through :func:`read_input` (bounded; FIFOs and devices refused).  A column that
+    is not in the header is an error naming ``column_option`` and listing the columns.
+    """
+    data = read_input(source, option)
+    try:
+        text = data.decode("utf-8-sig")  # a spreadsheet's byte-order mark is not a name
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"{option}={fmt(source)}: not UTF-8 text (byte {exc.start})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise ParameterError(f"{option}={fmt(source)}: empty; a CSV file needs a header row")
+        if column not in header:
+            names = [h for h in header if h] or ["(none)"]
+            raise ParameterError(
+                f"{column_option}={fmt(column)}: not a column of {fmt(source)}; "
+                + choices(column, names)
+            )
+        k = header.index(column)
+        cells: list[tuple[int, str]] = []
+        for row in reader:
+            if len(cells) >= MAX_INPUT_VALUES:
+                raise ParameterError(
+                    f"{option}={fmt(source)}: more than {MAX_INPUT_VALUES:,} rows (the input limit)"
+                )
+            cells.append((reader.line_num, row[k] if k < len(row) else ""))
+    except csv.Error as exc:  # e.g. a field over csv.field_size_limit() characters
+        raise ParameterError(f"{option}={fmt(source)}: not a readable CSV file ({exc})") from None
+    return cells
+
+
+def read_stream(
+    source: str, option: str = "--input", column: str | None = None
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """One value per line from a file or ``-`` (stdin), or a ``.npy`` array, or with
+    ``column`` one column of a CSV file (:func:`read_csv_column`); bounded by
     :func:`read_input` (size, no FIFOs or devices) and :data:`MAX_INPUT_VALUES`.
 
     Every line of a text input is one number, except comment lines, whose first
@@ -216,8 +270,16 @@ def read_stream(source: str, option: str = "--input") -> np.ndarray[Any, np.dtyp
     to another time step (and reading it as 0 would invent an item).  Errors name
     ``option``, the command-line flag that gave ``source``.
     """
+    is_npy = source != "-" and source.endswith(".npy")
+    if column is not None:
+        if is_npy:
+            raise ParameterError(f"--column={fmt(column)}: {option} is a .npy array, not a CSV")
+        values: list[float] = []
+        for lineno, cell in read_csv_column(source, column, option):
+            values.append(_number(cell.strip(), source, option, f"line {lineno}, {column}"))
+        return np.array(values, dtype=np.float64)
     data = read_input(source, option)
-    if source != "-" and source.endswith(".npy"):
+    if is_npy:
         check_npy(data, option, source)
         try:
             raw = np.load(io.BytesIO(data), allow_pickle=False)
@@ -237,28 +299,36 @@ def read_stream(source: str, option: str = "--input") -> np.ndarray[Any, np.dtyp
             f"{option}={fmt(source)}: not UTF-8 text (byte {exc.start}); "
             "give one number per line, or a .npy file"
         ) from None
-    values: list[float] = []
+    values = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if line.startswith("#"):
             continue
-        if not line:
-            raise ParameterError(
-                f"{option}={fmt(source)}: line {lineno} is blank; give one number per line "
-                "(a blank line is neither skipped nor read as 0)"
-            )
         if len(values) >= MAX_INPUT_VALUES:
             raise ParameterError(
                 f"{option}={fmt(source)}: more than {MAX_INPUT_VALUES:,} values (the input limit)"
             )
-        try:
-            values.append(float(line))
-        except ValueError:
-            shown = line if len(line) <= 40 else line[:37] + "..."
-            raise ParameterError(
-                f"{option}={fmt(source)}: line {lineno} is {fmt(shown)}, not a number"
-            ) from None
+        values.append(_number(line, source, option, f"line {lineno}"))
     return np.array(values, dtype=np.float64)
+
+
+def _number(text: str, source: str, option: str, where: str) -> float:
+    """One stream value; a blank or non-numeric one is an error naming ``where``."""
+    if not text:
+        raise ParameterError(
+            f"{option}={fmt(source)}: {where} is blank; give one number per item "
+            "(a blank is neither skipped nor read as 0)"
+        )
+    try:
+        return float(text)
+    except ValueError:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        hint = ""
+        if where == "line 1" and source.endswith(".csv"):
+            hint = " (a CSV file: name its column with --column)"
+        raise ParameterError(
+            f"{option}={fmt(source)}: {where} is {fmt(shown)}, not a number{hint}"
+        ) from None
 
 
 MAX_INPUT_BYTES = 32 << 20
