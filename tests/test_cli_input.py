@@ -112,3 +112,53 @@ def test_a_csv_without_column_says_to_name_one(
 ) -> None:
     assert main(["release", "binary", "--epsilon", "1", "--input", _csv(tmp_path)]) == 2
     assert "name its column with --column" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- mistyped names
+
+MECHANISM_HINT = "unknown; did you mean 'binary'? choose from kary, honaker, simple1, "
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["release", "binray", "--epsilon", "1"], "mechanism='binray': "),
+        (["audit", "binray", "--epsilon", "1", "--horizon", "3"], "target='binray': "),
+        (["audit", "binray", "--epsilon", "1", "--horizon", "3", "--exact"], "target='binray': "),
+        (["conform", "binray", "--epsilon", "1", "--horizon", "3"], "target='binray': "),
+        (["golden", "run", "x:f", "--mechanism", "binray"], "--mechanism='binray': "),
+        (["verify", "--mechanism", "binray"], "--mechanism='binray': "),
+    ],
+)
+def test_a_mistyped_mechanism_gets_a_suggestion(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: audit/conform read 'binray' as a black box or listed names in another format,
+    # and golden run said "no golden vector matches"
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"dpref: error: {named}{MECHANISM_HINT}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["relase"], "argument COMMAND: 'relase': unknown; did you mean 'release'? choose from "),
+        (
+            ["release", "binary", "--epsilon", "1", "--noise", "lapalce"],
+            "argument --noise: 'lapalce': unknown; did you mean 'laplace'? choose from laplace, ",
+        ),
+    ],
+)
+def test_argparse_choices_use_the_same_format(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(f"dpref: error: {expected}")
+
+
+def test_choose_from_without_a_close_name() -> None:
+    from dpref.validation import choose_from
+
+    assert choose_from("zzz", ["a", "b"]) == "unknown; choose from a, b"
+    assert choose_from(3, ["a"]) == "unknown; choose from a"

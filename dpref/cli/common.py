@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import difflib
 import io
 import math
 import os
@@ -23,7 +22,7 @@ from dpref.mechanisms import MECHANISMS
 from dpref.mechanisms.float_params import binary_hint, binary_parameters
 from dpref.noise import NOISE_KINDS
 from dpref.registry import build_mechanism, mechanism_names, parameter_flags
-from dpref.validation import fmt
+from dpref.validation import choose_from, fmt
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -33,7 +32,7 @@ __all__ = [
     "add_mechanism_args",
     "cell",
     "check_npy",
-    "choices",
+    "check_target",
     "mechanism_from_args",
     "mechanism_params_from_args",
     "parse_domain",
@@ -66,6 +65,13 @@ class DprefParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False  # not a default a subcommand could switch back on
         super().__init__(*args, **kwargs)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A value outside ``choices`` (a subcommand, ``--noise``) is named with the close
+        ones and the list, in the format of every other unknown name (:func:`choose_from`)."""
+        if action.choices is not None and value not in action.choices:
+            names = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"{fmt(value)}: {choose_from(value, names)}")
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"dpref: error: {message}\n")
@@ -163,6 +169,17 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
     )
 
 
+def check_target(spec: str, option: str = "target") -> None:
+    """An audit or conform target: a registered mechanism name or ``module:function`` /
+    ``file.py:function``; anything else (a mistyped name) is an error with the close names."""
+    names = mechanism_names()
+    if spec not in names and ":" not in spec:
+        raise ParameterError(
+            f"{option}={fmt(spec)}: {choose_from(spec, names)} "
+            "(or a black box: module:function or file.py:function)"
+        )
+
+
 def parse_domain(text: str, neighbours: str) -> Domain:
     """``bits``, ``int:LO:HI`` or ``real:LO:HI``."""
     if text == "bits":
@@ -210,15 +227,6 @@ def mechanism_from_args(args: argparse.Namespace, horizon: int | None = None) ->
     )
 
 
-def choices(value: str, names: Sequence[str]) -> str:
-    """The one way a list of valid names is shown after an unknown ``value``: the closest
-    names first (:func:`difflib.get_close_matches`), then them all, in their order —
-    ``did you mean 'binary'? choose from kary, binary, …``."""
-    close = difflib.get_close_matches(value, list(names), n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-    return f"{hint}choose from {', '.join(names)}"
-
-
 def read_csv_column(
     source: str, column: str, option: str = "--input", column_option: str = "--column"
 ) -> list[tuple[int, str]]:
@@ -242,7 +250,7 @@ def read_csv_column(
             names = [h for h in header if h] or ["(none)"]
             raise ParameterError(
                 f"{column_option}={fmt(column)}: not a column of {fmt(source)}; "
-                + choices(column, names)
+                + choose_from(column, names)
             )
         k = header.index(column)
         cells: list[tuple[int, str]] = []
