@@ -17,6 +17,13 @@ def test_no_parser_accepts_abbreviations(name: str) -> None:
     assert PARSERS[name].allow_abbrev is False
 
 
+def test_the_parser_class_cannot_switch_abbreviations_back_on() -> None:
+    # python -m proofs and python -m dpref.<pkg>.cli build DprefParser outside the walk above
+    from dpref.cli.common import DprefParser
+
+    assert DprefParser(prog="x", allow_abbrev=True).allow_abbrev is False
+
+
 def test_an_abbreviated_flag_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     # before: --eps was read as --epsilon (argparse's default allow_abbrev=True)
     assert main(["release", "binary", "--eps", "1"]) == 2
