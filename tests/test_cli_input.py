@@ -29,6 +29,7 @@ def test_an_abbreviated_flag_is_refused(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["release", "binary", "--eps", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--eps" in err
+    assert err.endswith("--eps: did you mean --epsilon? (options are never abbreviated)\n")
 
 
 def test_the_full_flag_still_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import io
 import math
 import os
@@ -65,6 +66,28 @@ class DprefParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False  # not a default a subcommand could switch back on
         super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, but a leaf command (one without subcommands) that is left an unknown
+        option names it with the close options: ``--eps`` is not ``--epsilon``."""
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras and not self._subparsers:
+            options = [o for o in self._option_string_actions if o.startswith("--")]
+            for token in extras:
+                name = token.split("=", 1)[0]
+                if name.startswith("--") and name not in options:
+                    started = [o for o in options if o.startswith(name)]
+                    close = started or difflib.get_close_matches(name, options, n=3)
+                    if close:
+                        why = " (options are never abbreviated)" if started else ""
+                        self.error(
+                            f"unrecognized arguments: {' '.join(extras)}; {name}: did you mean "
+                            f"{' or '.join(close)}?{why}"
+                        )
+                    break
+        return ns, extras
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """A value outside ``choices`` (a subcommand, ``--noise``) is named with the close
