@@ -127,6 +127,13 @@ def test_a_csv_without_column_says_to_name_one(
 MECHANISM_HINT = "unknown; did you mean 'binary'? choose from kary, honaker, simple1, "
 
 
+def test_cite_lists_names_in_the_same_format(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cite", "--mechanism", "binray"]) == 2
+    assert "--mechanism='binray': unknown; did you mean 'binary'? choose from allwindow, " in (
+        capsys.readouterr().err
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
