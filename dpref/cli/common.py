@@ -272,8 +272,8 @@ def read_csv_column(
         if column not in header:
             names = [h for h in header if h] or ["(none)"]
             raise ParameterError(
-                f"{column_option}={fmt(column)}: not a column of {fmt(source)}; "
-                + choose_from(column, names)
+                f"{column_option}={fmt(column)}: {choose_from(column, names)} "
+                f"(the columns of {fmt(source)})"
             )
         k = header.index(column)
         cells: list[tuple[int, str]] = []
