@@ -177,3 +177,39 @@ def test_choose_from_without_a_close_name() -> None:
 
     assert choose_from("zzz", ["a", "b"]) == "unknown; choose from a, b"
     assert choose_from(3, ["a"]) == "unknown; choose from a"
+
+
+# ---------------------------------------------------------------- LO:HI ranges
+
+
+@pytest.mark.parametrize(
+    ("short", "long"), [("0:5", "int:0:5"), ("-1:2.5", "real:-1:2.5"), ("0:1/2", "real:0:1/2")]
+)
+def test_a_domain_is_given_as_lo_hi(
+    short: str, long: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.txt"
+    path.write_text("0\n0.5\n0\n" if "real" in long else "1\n3\n2\n")
+    argv = ["release", "binary", "--epsilon", "1", "--seed", "2", "--input", str(path), "--json"]
+    assert main([*argv, f"--domain={long}"]) == 0  # "=": argparse takes -1:2.5 for an option
+    expected = json.loads(capsys.readouterr().out)
+    assert main([*argv, f"--domain={short}"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+
+
+def test_an_integer_lo_hi_is_an_integer_domain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.txt"
+    path.write_text("1\n3.5\n")
+    assert (
+        main(["release", "binary", "--epsilon", "1", "--domain", "0:5", "--input", str(path)]) == 2
+    )
+    assert "stream[1]=3.5: outside the domain int[0,5]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["a:b", "0:1:2", "int:0:x", "5:1"])
+def test_a_bad_domain_names_the_flag(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["release", "binary", "--epsilon", "1", "--domain", bad]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"dpref: error: --domain={bad!r}: ")

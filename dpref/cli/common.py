@@ -174,7 +174,8 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
     p.add_argument(
         "--domain",
         default="bits",
-        help="item domain: bits, int:LO:HI or real:LO:HI (default bits)",
+        help="item domain: bits, LO:HI (integers when both bounds are, else reals), "
+        "int:LO:HI or real:LO:HI (default bits)",
     )
     p.add_argument(
         "--neighbours",
@@ -204,23 +205,39 @@ def check_target(spec: str, option: str = "target") -> None:
 
 
 def parse_domain(text: str, neighbours: str) -> Domain:
-    """``bits``, ``int:LO:HI`` or ``real:LO:HI``."""
+    """``bits``, ``LO:HI``, ``int:LO:HI`` or ``real:LO:HI``.
+
+    ``LO:HI`` is the range as everywhere else on the command line (``quantiles
+    --domain``): the integers from LO to HI when both bounds are integers, else the reals.
+    """
     if text == "bits":
         if neighbours != "replace":
             return bounded_integers(0, 1, "add_remove")
         return bits()
-    kind, _, rest = text.partition(":")
-    parts = rest.split(":")
-    if kind not in ("int", "real") or len(parts) != 2:
-        raise ParameterError(f"domain={fmt(text)}: expected bits, int:LO:HI or real:LO:HI")
+    parts = text.split(":")
+    if len(parts) == 2 and parts[0] not in ("int", "real"):
+        kind = "int" if all(_is_int(p) for p in parts) else "real"
+    elif len(parts) == 3 and parts[0] in ("int", "real"):
+        kind = parts.pop(0)
+    else:
+        raise ParameterError(f"--domain={fmt(text)}: expected bits, LO:HI, int:LO:HI or real:LO:HI")
     nb: Any = neighbours
-    if kind == "int":
-        try:
-            lo, hi = int(parts[0]), int(parts[1])
-        except ValueError:
-            raise ParameterError(f"domain={fmt(text)}: integer bounds expected") from None
-        return bounded_integers(lo, hi, nb)
-    return bounded_reals(parts[0], parts[1], nb)
+    if kind == "int" and not all(_is_int(p) for p in parts):
+        raise ParameterError(f"--domain={fmt(text)}: integer bounds expected")
+    try:
+        if kind == "int":
+            return bounded_integers(int(parts[0]), int(parts[1]), nb)
+        return bounded_reals(parts[0], parts[1], nb)
+    except ParameterError as exc:  # named as the flag: lower='a' is --domain's LO
+        raise ParameterError(f"--domain={fmt(text)}: {exc}") from None
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def mechanism_params_from_args(args: argparse.Namespace) -> dict[str, Any]:

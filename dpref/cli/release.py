@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpref.cli.common import add_mechanism_args, mechanism_from_args, read_stream
+from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain, read_stream
 from dpref.errors import ParameterError
 from dpref.registry import check_mechanism_name
 
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None and args.seed < 0:  # named as the flag, before reading input
         raise ParameterError(f"--seed={args.seed}: must be >= 0")
     check_mechanism_name(args.mechanism)  # before waiting for a stream on stdin
+    parse_domain(args.domain, args.neighbours)
     stream = read_stream(args.input, column=args.column)
     mech = mechanism_from_args(args, horizon=max(1, stream.size))
     out = mech.release(stream, rng=args.seed)
