@@ -11,9 +11,15 @@ from typing import Any
 
 from dpref.errors import ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
-from dpref.validation import fmt
+from dpref.validation import choose_from, fmt
 
-__all__ = ["MECHANISM_PARAMS", "build_mechanism", "mechanism_names", "parameter_flags"]
+__all__ = [
+    "MECHANISM_PARAMS",
+    "build_mechanism",
+    "check_mechanism_name",
+    "mechanism_names",
+    "parameter_flags",
+]
 
 
 def mechanism_names() -> list[str]:
@@ -47,6 +53,13 @@ def parameter_flags() -> dict[str, str]:
     return {param: "; ".join(texts) for param, texts in helps.items()}
 
 
+def check_mechanism_name(name: str, option: str = "mechanism") -> None:
+    """A registered mechanism name; otherwise an error naming ``option`` with the close
+    names and the list (:func:`~dpref.validation.choose_from`)."""
+    if name not in MECHANISMS:
+        raise ParameterError(f"{option}={fmt(name)}: {choose_from(name, list(MECHANISMS))}")
+
+
 def build_mechanism(name: str, *, epsilon: Any = None, rho: Any = None, **params: Any) -> Mechanism:
     """Construct a mechanism by CLI name with ``epsilon`` (pure ε-DP) or ``rho`` (ρ-zCDP);
     ``None`` parameters are left out.
@@ -54,8 +67,7 @@ def build_mechanism(name: str, *, epsilon: Any = None, rho: Any = None, **params
     Raises :class:`~dpref.errors.ParameterError` for an unknown name, a parameter the
     mechanism does not take, or a required parameter that is missing.
     """
-    if name not in MECHANISMS:
-        raise ParameterError(f"mechanism={fmt(name)}: unknown; choose from {', '.join(MECHANISMS)}")
+    check_mechanism_name(name)
     cls = MECHANISMS[name]
     allowed = set(cls.parameters()) | {"domain", "noise"}
     given = {k: v for k, v in params.items() if v is not None}

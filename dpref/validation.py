@@ -7,9 +7,11 @@ value converted to its canonical type.  They run before any noise is drawn.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import re
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -37,6 +39,7 @@ __all__ = [
     "check_real_vector",
     "check_rho",
     "check_runs",
+    "choose_from",
     "floor_float",
     "fmt",
     "is_real_number",
@@ -232,12 +235,21 @@ def check_int_range(name: str, value: Any, low: int | None, high: int | None) ->
     return out
 
 
+def choose_from(value: object, names: Sequence[str]) -> str:
+    """The one way dpref lists valid names after an unknown ``value``: ``unknown; did you
+    mean 'binary'? choose from kary, binary, …`` — the close names first
+    (:func:`difflib.get_close_matches`, at most three), then every name in its order."""
+    close = difflib.get_close_matches(value, list(names), n=3) if isinstance(value, str) else []
+    hint = f" did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown;{hint} choose from {', '.join(names)}"
+
+
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """One of the strings ``choices`` (a type check first, so arrays fail cleanly)."""
     if not isinstance(value, str):
-        raise DprefTypeError(f"{name}={fmt(value)}: must be a str, one of {choices}")
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a str; {choose_from(value, choices)}")
     if value not in choices:
-        raise ParameterError(f"{name}={fmt(value)}: must be one of {choices}")
+        raise ParameterError(f"{name}={fmt(value)}: {choose_from(value, choices)}")
     return value
 
 

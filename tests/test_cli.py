@@ -62,7 +62,7 @@ def test_release_json_stdin_and_npy(tmp_path: Path) -> None:
         (["release", "two-level", "--epsilon", "1", "--block-size", "9"], "1\n", "block_size=9"),
         (["release", "binary", "--epsilon", "1", "--window", "3"], "1\n", "window=3"),
         (["release", "binary", "--epsilon", "1", "--input", "/no/such"], "", "input="),
-        (["frobnicate"], "", "invalid choice"),
+        (["frobnicate"], "", "'frobnicate': unknown;"),
     ],
 )
 def test_errors_are_one_line_exit_2(args: list[str], stdin: str, needle: str) -> None:

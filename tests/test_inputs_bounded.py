@@ -84,7 +84,7 @@ def test_release_cli_refuses_a_device_in_one_line(capsys: Any) -> None:
     argv = ["release", "binary", "--epsilon=1", "--horizon=4", "--input=/dev/zero", "--json"]
     assert main(argv) == 2
     out, err = capsys.readouterr()
-    assert err.count("\n") == 1 and json.loads(out)["error"]["parameter"] == "input"
+    assert err.count("\n") == 1 and json.loads(out)["error"]["parameter"] == "--input"
 
 
 # ---------------------------------------------------------------- number strings

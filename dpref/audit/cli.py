@@ -38,7 +38,12 @@ from dpref.audit.limits import (
 )
 from dpref.audit.reports.deadline import finish, stoppable, watch
 from dpref.audit.sweep import GRID, RANDOM_HORIZONS
-from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain
+from dpref.cli.common import (
+    add_mechanism_args,
+    check_target,
+    mechanism_from_args,
+    parse_domain,
+)
 from dpref.cli.plan_reference import add_reference_flags, input_notes, plan_reference
 from dpref.domains import Domain
 from dpref.errors import DprefError, ParameterError
@@ -116,11 +121,7 @@ def _target(args: argparse.Namespace) -> Target:
     spec = args.target
     if spec in mechanism_names():
         return as_target(_mechanism_named(args, spec), timeout=args.timeout)
-    if ":" not in spec:
-        raise ParameterError(
-            f"target={fmt(spec)}: not a mechanism ({', '.join(mechanism_names())}) "
-            "nor module:function / file.py:function"
-        )
+    check_target(spec)
     return as_target(spec, timeout=args.timeout)
 
 
@@ -188,6 +189,7 @@ def _fill_defaults(args: argparse.Namespace) -> None:
 def _check_audit_options(args: argparse.Namespace) -> None:
     """Every option given to ``dpref audit`` must be used by this run."""
     _check_foreign(args, "audit")
+    check_target(args.target)  # a mistyped name is not a black box
     check_precision_unused(args)  # --precision: --exact only (dpref/audit/injected/rounding.py)
     blackbox = args.target not in mechanism_names()
     if args.protocol is not None:
@@ -278,6 +280,7 @@ def _check_exact_options(args: argparse.Namespace) -> None:
     """Every option given to ``dpref audit --exact`` must be used by it: it samples
     nothing and builds no reference."""
     _check_foreign(args, "audit")
+    check_target(args.target)  # a mistyped name is not a black box
     for name in ("samples", "confidence", "pair", "events", "reference", "workers", "scheduler"):
         if getattr(args, name, None) is not None:
             raise ParameterError(
@@ -316,6 +319,7 @@ def _check_conform_options(args: argparse.Namespace) -> None:
     """Every option given to ``dpref conform`` must be used by this run; the budget is
     exactly one of ``--epsilon`` (Laplace reference) and ``--rho`` (Gaussian reference)."""
     _check_foreign(args, "conform")
+    check_target(args.target)  # a mistyped name is not a black box
     blackbox = args.target not in mechanism_names()
     if args.epsilon is not None and args.rho is not None:
         raise ParameterError(
@@ -683,12 +687,8 @@ def run_exact_cli(args: argparse.Namespace) -> int:
         ns = argparse.Namespace(**vars(args))
         ns.mechanism = target
         target = mechanism_from_args(ns, horizon=args.horizon)
-    elif ":" not in target:
-        raise ParameterError(
-            f"target={fmt(target)}: not a mechanism ({', '.join(mechanism_names())}) "
-            "nor module:function / file.py:function"
-        )
     else:
+        check_target(target)
         domain = parse_domain(args.domain, args.neighbours)
     report = exact_audit(
         target,

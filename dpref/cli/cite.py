@@ -9,13 +9,13 @@ paper) and the mechanism cards' *Citation* sections (which papers a mechanism re
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
 from dpref.errors import ParameterError
+from dpref.validation import choose_from
 
 __all__ = ["FORMATS", "add_parser", "citation_data", "render", "run"]
 
@@ -62,11 +62,7 @@ def _references(names: list[str]) -> list[dict[str, Any]]:
     keys: list[str] = []
     for name in names:
         if name not in table:
-            close = difflib.get_close_matches(name, list(table), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ParameterError(
-                f"--mechanism={name!r}: unknown mechanism{hint}; one of: {', '.join(sorted(table))}"
-            )
+            raise ParameterError(f"--mechanism={name!r}: {choose_from(name, sorted(table))}")
         keys += [k for k in table[name] if k not in keys]
     by_key = {r["key"]: r for r in data["references"]}
     return [by_key[k] for k in keys]
@@ -195,7 +191,7 @@ def _cff(software: dict[str, Any], refs: list[dict[str, Any]]) -> str:
 def render(fmt: str = "bibtex", mechanisms: list[str] | None = None) -> str:
     """The citation text in ``fmt``; with ``mechanisms``, their papers follow the software."""
     if fmt not in FORMATS:
-        raise ParameterError(f"--format={fmt!r}: unknown; one of: {', '.join(FORMATS)}")
+        raise ParameterError(f"--format={fmt!r}: {choose_from(fmt, list(FORMATS))}")
     refs = _references(mechanisms or [])
     software = citation_data()["software"]
     return {"bibtex": _bibtex, "cff": _cff, "apa": _apa}[fmt](software, refs)

@@ -4,6 +4,8 @@ mechanism flags (derived from the registry), domains and stream input."""
 from __future__ import annotations
 
 import argparse
+import csv
+import difflib
 import io
 import math
 import os
@@ -21,7 +23,7 @@ from dpref.mechanisms import MECHANISMS
 from dpref.mechanisms.float_params import binary_hint, binary_parameters
 from dpref.noise import NOISE_KINDS
 from dpref.registry import build_mechanism, mechanism_names, parameter_flags
-from dpref.validation import fmt
+from dpref.validation import choose_from, fmt
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -31,10 +33,12 @@ __all__ = [
     "add_mechanism_args",
     "cell",
     "check_npy",
+    "check_target",
     "mechanism_from_args",
     "mechanism_params_from_args",
     "parse_domain",
     "plain_text",
+    "read_csv_column",
     "read_input",
     "read_stream",
     "run_standalone",
@@ -53,7 +57,44 @@ class UsageError(SystemExit):
 
 
 class DprefParser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line on stderr and exit code 2."""
+    """argparse, but usage errors are one line on stderr and exit code 2, and no option
+    may be abbreviated (``allow_abbrev=False``): ``--eps`` is refused, not read as
+    ``--epsilon``, so a command written today cannot change meaning when a later version
+    adds a flag sharing the prefix.  Every ``dpref`` parser and subparser is one of these
+    (``add_subparsers`` makes its children of the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False  # not a default a subcommand could switch back on
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, but a leaf command (one without subcommands) that is left an unknown
+        option names it with the close options: ``--eps`` is not ``--epsilon``."""
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras and not self._subparsers:
+            options = [o for o in self._option_string_actions if o.startswith("--")]
+            for token in extras:
+                name = token.split("=", 1)[0]
+                if name.startswith("--") and name not in options:
+                    started = [o for o in options if o.startswith(name)]
+                    close = started or difflib.get_close_matches(name, options, n=3)
+                    if close:
+                        why = " (options are never abbreviated)" if started else ""
+                        self.error(
+                            f"unrecognized arguments: {' '.join(extras)}; {name}: did you mean "
+                            f"{' or '.join(close)}?{why}"
+                        )
+                    break
+        return ns, extras
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A value outside ``choices`` (a subcommand, ``--noise``) is named with the close
+        ones and the list, in the format of every other unknown name (:func:`choose_from`)."""
+        if action.choices is not None and value not in action.choices:
+            names = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"{fmt(value)}: {choose_from(value, names)}")
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"dpref: error: {message}\n")
@@ -133,7 +174,8 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
     p.add_argument(
         "--domain",
         default="bits",
-        help="item domain: bits, int:LO:HI or real:LO:HI (default bits)",
+        help="item domain: bits, LO:HI (integers when both bounds are, else reals), "
+        "int:LO:HI or real:LO:HI (default bits)",
     )
     p.add_argument(
         "--neighbours",
@@ -151,24 +193,51 @@ def add_mechanism_args(p: argparse.ArgumentParser, *, with_name: bool = True) ->
     )
 
 
+def check_target(spec: str, option: str = "target") -> None:
+    """An audit or conform target: a registered mechanism name or ``module:function`` /
+    ``file.py:function``; anything else (a mistyped name) is an error with the close names."""
+    names = mechanism_names()
+    if spec not in names and ":" not in spec:
+        raise ParameterError(
+            f"{option}={fmt(spec)}: {choose_from(spec, names)} "
+            "(or a black box: module:function or file.py:function)"
+        )
+
+
 def parse_domain(text: str, neighbours: str) -> Domain:
-    """``bits``, ``int:LO:HI`` or ``real:LO:HI``."""
+    """``bits``, ``LO:HI``, ``int:LO:HI`` or ``real:LO:HI``.
+
+    ``LO:HI`` is the range as everywhere else on the command line (``quantiles
+    --domain``): the integers from LO to HI when both bounds are integers, else the reals.
+    """
     if text == "bits":
         if neighbours != "replace":
             return bounded_integers(0, 1, "add_remove")
         return bits()
-    kind, _, rest = text.partition(":")
-    parts = rest.split(":")
-    if kind not in ("int", "real") or len(parts) != 2:
-        raise ParameterError(f"domain={fmt(text)}: expected bits, int:LO:HI or real:LO:HI")
+    parts = text.split(":")
+    if len(parts) == 2 and parts[0] not in ("int", "real"):
+        kind = "int" if all(_is_int(p) for p in parts) else "real"
+    elif len(parts) == 3 and parts[0] in ("int", "real"):
+        kind = parts.pop(0)
+    else:
+        raise ParameterError(f"--domain={fmt(text)}: expected bits, LO:HI, int:LO:HI or real:LO:HI")
     nb: Any = neighbours
-    if kind == "int":
-        try:
-            lo, hi = int(parts[0]), int(parts[1])
-        except ValueError:
-            raise ParameterError(f"domain={fmt(text)}: integer bounds expected") from None
-        return bounded_integers(lo, hi, nb)
-    return bounded_reals(parts[0], parts[1], nb)
+    if kind == "int" and not all(_is_int(p) for p in parts):
+        raise ParameterError(f"--domain={fmt(text)}: integer bounds expected")
+    try:
+        if kind == "int":
+            return bounded_integers(int(parts[0]), int(parts[1]), nb)
+        return bounded_reals(parts[0], parts[1], nb)
+    except ParameterError as exc:  # named as the flag: lower='a' is --domain's LO
+        raise ParameterError(f"--domain={fmt(text)}: {exc}") from None
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def mechanism_params_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -198,44 +267,116 @@ def mechanism_from_args(args: argparse.Namespace, horizon: int | None = None) ->
     )
 
 
-def read_stream(source: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """One value per line from a file or ``-`` (stdin), or a ``.npy`` array; bounded by
-    :func:`read_input` (size, no FIFOs or devices) and :data:`MAX_INPUT_VALUES`."""
-    data = read_input(source)
-    if source != "-" and source.endswith(".npy"):
-        check_npy(data, "input", source)
+def read_csv_column(
+    source: str, column: str, option: str = "--input", column_option: str = "--column"
+) -> list[tuple[int, str]]:
+    """The cells of one column of a CSV file with a header row, each with the line of the
+    file it is on: ``[(line, text), …]`` (a row shorter than the header has ``""``).
+
+    Read through :func:`read_input` (bounded; FIFOs and devices refused).  A column that
+    is not in the header is an error naming ``column_option`` and listing the columns.
+    """
+    data = read_input(source, option)
+    try:
+        text = data.decode("utf-8-sig")  # a spreadsheet's byte-order mark is not a name
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"{option}={fmt(source)}: not UTF-8 text (byte {exc.start})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise ParameterError(f"{option}={fmt(source)}: empty; a CSV file needs a header row")
+        if column not in header:
+            names = [h for h in header if h] or ["(none)"]
+            raise ParameterError(
+                f"{column_option}={fmt(column)}: {choose_from(column, names)} "
+                f"(the columns of {fmt(source)})"
+            )
+        k = header.index(column)
+        cells: list[tuple[int, str]] = []
+        for row in reader:
+            if len(cells) >= MAX_INPUT_VALUES:
+                raise ParameterError(
+                    f"{option}={fmt(source)}: more than {MAX_INPUT_VALUES:,} rows (the input limit)"
+                )
+            cells.append((reader.line_num, row[k] if k < len(row) else ""))
+    except csv.Error as exc:  # e.g. a field over csv.field_size_limit() characters
+        raise ParameterError(f"{option}={fmt(source)}: not a readable CSV file ({exc})") from None
+    return cells
+
+
+def read_stream(
+    source: str, option: str = "--input", column: str | None = None
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """One value per line from a file or ``-`` (stdin), or a ``.npy`` array, or with
+    ``column`` one column of a CSV file (:func:`read_csv_column`); bounded by
+    :func:`read_input` (size, no FIFOs or devices) and :data:`MAX_INPUT_VALUES`.
+
+    Every line of a text input is one number, except comment lines, whose first
+    non-blank character is ``#``.  A blank line is an error naming its line number, as
+    is a line that is not a number: skipping it would silently shift every later item
+    to another time step (and reading it as 0 would invent an item).  Errors name
+    ``option``, the command-line flag that gave ``source``.
+    """
+    is_npy = source != "-" and source.endswith(".npy")
+    if column is not None:
+        if is_npy:
+            raise ParameterError(f"--column={fmt(column)}: {option} is a .npy array, not a CSV")
+        values: list[float] = []
+        for lineno, cell in read_csv_column(source, column, option):
+            values.append(_number(cell.strip(), source, option, f"line {lineno}, {column}"))
+        return np.array(values, dtype=np.float64)
+    data = read_input(source, option)
+    if is_npy:
+        check_npy(data, option, source)
         try:
             raw = np.load(io.BytesIO(data), allow_pickle=False)
         except (OSError, ValueError, EOFError) as exc:
             # EOFError: an empty file; ValueError: a bad or oversized header (numpy's
             # message spans several lines, so only its first line is kept)
             why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ParameterError(f"input={fmt(source)}: cannot read .npy ({why})") from None
+            raise ParameterError(f"{option}={fmt(source)}: cannot read .npy ({why})") from None
         if not isinstance(raw, np.ndarray) or raw.dtype.kind not in "biuf":
             kind = raw.dtype if isinstance(raw, np.ndarray) else type(raw).__name__
-            raise ParameterError(f"input={fmt(source)}: .npy must hold real numbers, got {kind}")
+            raise ParameterError(f"{option}={fmt(source)}: .npy must hold real numbers, got {kind}")
         return np.asarray(raw, dtype=np.float64)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ParameterError(
-            f"input={fmt(source)}: not UTF-8 text (byte {exc.start}); "
+            f"{option}={fmt(source)}: not UTF-8 text (byte {exc.start}); "
             "give one number per line, or a .npy file"
         ) from None
-    values: list[float] = []
+    values = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
-        if not line or line.startswith("#"):
+        if line.startswith("#"):
             continue
         if len(values) >= MAX_INPUT_VALUES:
             raise ParameterError(
-                f"input={fmt(source)}: more than {MAX_INPUT_VALUES:,} values (the input limit)"
+                f"{option}={fmt(source)}: more than {MAX_INPUT_VALUES:,} values (the input limit)"
             )
-        try:
-            values.append(float(line))
-        except ValueError:
-            raise ParameterError(f"input line {lineno}={fmt(line)}: not a number") from None
+        values.append(_number(line, source, option, f"line {lineno}"))
     return np.array(values, dtype=np.float64)
+
+
+def _number(text: str, source: str, option: str, where: str) -> float:
+    """One stream value; a blank or non-numeric one is an error naming ``where``."""
+    if not text:
+        raise ParameterError(
+            f"{option}={fmt(source)}: {where} is blank; give one number per item "
+            "(a blank is neither skipped nor read as 0)"
+        )
+    try:
+        return float(text)
+    except ValueError:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        hint = ""
+        if where == "line 1" and source.endswith(".csv"):
+            hint = " (a CSV file: name its column with --column)"
+        raise ParameterError(
+            f"{option}={fmt(source)}: {where} is {fmt(shown)}, not a number{hint}"
+        ) from None
 
 
 MAX_INPUT_BYTES = 32 << 20

@@ -8,7 +8,8 @@ import json
 from typing import Any
 
 from dpref.errors import ParameterError
-from dpref.validation import fmt
+from dpref.registry import mechanism_names
+from dpref.validation import check_choice, fmt
 
 __all__ = ["add_parser", "run"]
 
@@ -217,6 +218,8 @@ def _run(args: argparse.Namespace) -> int:
     from dpref.audit.conformance.golden_run import run_golden
     from dpref.golden import read_golden
 
+    if args.mechanism is not None:  # a mistyped name is an error, not "no vector matches"
+        check_choice("--mechanism", args.mechanism, tuple(mechanism_names()))
     doc = read_golden(args.file) if args.file else None
     result = run_golden(
         args.target,

@@ -503,7 +503,10 @@ def add_extract_parser(sub: Any) -> None:
     e.add_argument("--horizon", type=int, required=True, help="T, the stream length probed")
     e.add_argument("--out", required=True, help="the plan file to write (.json)")
     e.add_argument(
-        "--domain", default="bits", help="item domain: bits, int:LO:HI or real:LO:HI (default bits)"
+        "--domain",
+        default="bits",
+        help="item domain: bits, LO:HI (integers when both bounds are, else reals), "
+        "int:LO:HI or real:LO:HI (default bits)",
     )
     e.add_argument(
         "--neighbours",

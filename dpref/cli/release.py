@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from dpref.cli.common import add_mechanism_args, mechanism_from_args, read_stream
+from dpref.cli.common import add_mechanism_args, mechanism_from_args, parse_domain, read_stream
 from dpref.errors import ParameterError
+from dpref.registry import check_mechanism_name
 
 __all__ = ["add_parser", "run"]
 
@@ -32,7 +33,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--input",
         default="-",
-        help="FILE (one value per line, or a .npy array), or - for stdin (default %(default)s)",
+        help="FILE (one number per line; a blank line is an error, a line starting with # a "
+        "comment), a .npy array, a CSV file with --column, or - for stdin (default %(default)s)",
+    )
+    p.add_argument(
+        "--column",
+        default=None,
+        help="read this column of a CSV --input with a header row (default: one number per line)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -42,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     """Release the stream read from ``--input``; with ``--json`` also the exact std."""
     if args.seed is not None and args.seed < 0:  # named as the flag, before reading input
         raise ParameterError(f"--seed={args.seed}: must be >= 0")
-    stream = read_stream(args.input)
+    check_mechanism_name(args.mechanism)  # before waiting for a stream on stdin
+    parse_domain(args.domain, args.neighbours)
+    stream = read_stream(args.input, column=args.column)
     mech = mechanism_from_args(args, horizon=max(1, stream.size))
     out = mech.release(stream, rng=args.seed)
     if not args.json:

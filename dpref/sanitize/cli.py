@@ -62,7 +62,17 @@ def add_parser(subparsers: Any) -> None:
         help="private quantiles of a stream after every block (streaming sanitizer + KLL)",
         description=DESCRIPTION,
     )
-    p.add_argument("--input", required=True, help="FILE (one value per line, or .npy) or -")
+    p.add_argument(
+        "--input",
+        required=True,
+        help="FILE (one number per line; a blank line is an error, a line starting with # a "
+        "comment), a .npy array, a CSV file with --column, or - for stdin",
+    )
+    p.add_argument(
+        "--column",
+        default=None,
+        help="read this column of a CSV --input with a header row (default: one number per line)",
+    )
     p.add_argument(
         "--domain", required=True, help="LO:HI[:STEP]: the points LO, LO+STEP, … ≤ HI (STEP 1)"
     )
@@ -185,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         rng=seed,
         **extra,
     )
-    stream = read_stream(args.input)
+    stream = read_stream(args.input, column=args.column)
     # every value checked (and clamped) before any noise: the same check extend() makes
     idx, _ = pq.sanitizer.offline.bucket("input", stream, clamp=args.clamp)
     del idx

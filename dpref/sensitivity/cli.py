@@ -9,8 +9,6 @@ prints them on one line and exits 2.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 from fractions import Fraction
@@ -88,20 +86,11 @@ def _load_values(args: argparse.Namespace) -> list[Fraction]:
         return [_parse_number(t, "--universe") for t in parts]
     if not args.column:
         raise ParameterError(f"--column={args.column!r}: required with --csv")
-    from dpref.cli.common import read_input
+    from dpref.cli.common import read_csv_column  # bounded; FIFOs and devices refused
 
-    data = read_input(args.csv, "--csv")  # bounded; FIFOs and devices refused
-    try:
-        rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")))
-    except UnicodeDecodeError as exc:
-        raise ParameterError(f"--csv={args.csv!r}: not UTF-8 text (byte {exc.start})") from None
-    except csv.Error as exc:  # e.g. a field over csv.field_size_limit() characters
-        raise ParameterError(f"--csv={args.csv!r}: not a readable CSV file ({exc})") from None
-    if not rows or args.column not in rows[0]:
-        raise ParameterError(f"--column={args.column!r}: not a column of {args.csv!r}")
     return [
-        _parse_number(row[args.column] or "", f"--csv row {i + 2} {args.column}")
-        for i, row in enumerate(rows)
+        _parse_number(text, f"--csv row {line} {args.column}")
+        for line, text in read_csv_column(args.csv, args.column, "--csv")
     ]
 
 
