@@ -94,6 +94,7 @@ from dpref.audit.conformance.conform_checks import (
     _recovery,
     _step_cumulants,
     _unbiased,
+    _unjudged_variance,
     _variance,
     _variance_scale,
 )
@@ -682,16 +683,7 @@ def _statistical_checks(
         scale = Check("noise-scale", None, scale.statistic, None, scale.interval, a, why)
         ratio_info, implied = None, None
         if variance.passed is False and math.isfinite(variance.statistic or 0.0):
-            variance = Check(
-                "variance",
-                None,
-                variance.statistic,
-                variance.p_value,
-                None,
-                a,
-                f"not judged: {variance.detail}, but the noise structure differs and less "
-                "variance than the reference is not a violation",
-            )
+            variance = _unjudged_variance(variance, a)
     return _StatChecks([unbiased, law, scale, variance], ratio_info, implied, structure, output)
 
 
