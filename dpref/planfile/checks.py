@@ -113,15 +113,7 @@ def _toeplitz_exact(plan: PlanFile, window: int | None) -> dict[str, Any]:
         "argmax_t": last + 1,
         "mean": Fraction(sum((T - k) * s for k, s in enumerate(sq)), db * db * T),
     }
-    return {
-        "l1": l1,
-        "l2": l2,
-        "l1_upper": l1,
-        "l2_upper": l2,
-        "var": var,
-        "exact": True,
-        "report": report,
-    }
+    return _exact_core(l1, l2, var, report)
 
 
 def _toeplitz_float(plan: PlanFile, window: int | None, tol: float) -> dict[str, Any]:
@@ -285,15 +277,7 @@ def _dense_exact(plan: PlanFile, window: int | None) -> dict[str, Any]:
         "argmax_t": best + 1,
         "mean": sum(var_unit, Fraction(0)) / horizon,
     }
-    return {
-        "l1": l1,
-        "l2": l2,
-        "l1_upper": l1,
-        "l2_upper": l2,
-        "var": var,
-        "exact": True,
-        "report": report,
-    }
+    return _exact_core(l1, l2, var, report)
 
 
 _BLOCK_ROWS = 256
@@ -368,5 +352,21 @@ def _dense_float(plan: PlanFile, window: int | None, tol: float) -> dict[str, An
         "l2_upper": float(np.nextafter(l2 * grow, np.inf)),
         "var": var,
         "exact": False,
+        "report": report,
+    }
+
+
+def _exact_core(
+    l1: Fraction, l2: Fraction, var: dict[str, Any], report: dict[str, Any]
+) -> dict[str, Any]:
+    """The core of an exactly checked plan: its exact sensitivities are their own upper
+    bounds."""
+    return {
+        "l1": l1,
+        "l2": l2,
+        "l1_upper": l1,
+        "l2_upper": l2,
+        "var": var,
+        "exact": True,
         "report": report,
     }

@@ -300,6 +300,21 @@ class BLT(ToeplitzFactorization):
             powers = [p * ri for p, ri in zip(powers, r, strict=True)]
         return ScaledSeq(tuple(nums), L, g)
 
+    def rounded_coefficients(self, horizon: int) -> tuple[FloatArray, int]:
+        """``c̃_n = Σ_i fl(ω_i)·fl(θ_i)^{n−1}`` with the powers by a sequential cumulative
+        product (≤ n + 1 roundings each; :meth:`strategy_float`'s ``np.power`` has no stated
+        error), one rounding per product and ≤ d per sum; d = the number of buffers."""
+        T = horizon
+        out = np.zeros(T, dtype=np.float64)
+        out[0] = 1.0
+        for t, w in zip(self.theta, self.omega, strict=True):
+            powers = np.empty(T - 1, dtype=np.float64)
+            if T > 1:
+                powers[0] = 1.0
+                np.cumprod(np.full(T - 2, float(t)), out=powers[1:])
+                out[1:] += float(w) * powers
+        return out, self.buffers
+
     def strategy_float(self, horizon: int) -> FloatArray:
         k = np.arange(horizon - 1, dtype=np.float64)
         out = np.zeros(horizon, dtype=np.float64)

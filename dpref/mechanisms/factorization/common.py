@@ -132,6 +132,12 @@ class ToeplitzFactorization(Mechanism):
         """c_0 … c_{T−1} as floats (for noise)."""
 
     @abstractmethod
+    def rounded_coefficients(self, horizon: int) -> tuple[FloatArray, int]:
+        """Float coefficients ``c̃`` with a known rounding count, and d:
+        ``c_n ≤ c̃_n·(1 − 2⁻⁵³)^{−(2T + d + 4)}`` (the rigorous float bound of the
+        participation sensitivities, :mod:`dpref.mechanisms.factorization.participation`)."""
+
+    @abstractmethod
     def decoder_exact(self, horizon: int) -> ScaledSeq | RationalGF:
         """The decoder's coefficients (exact, or a generating function)."""
 

@@ -27,9 +27,6 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from dpref.errors import ParameterError
 from dpref.mechanisms.base import EXACT
 from dpref.strategy.participation import (
@@ -42,8 +39,6 @@ from dpref.strategy.participation import (
     toeplitz_participation,
     toeplitz_pattern,
 )
-
-FloatArray = npt.NDArray[np.float64]
 
 PARTICIPATION_EXACT_BITS = 2**14
 """P₂ is computed exactly while ``T·bit_length(g) ≤`` this (sqrt, g = 4: T ≤ 5461, about
@@ -161,7 +156,7 @@ def _compute(m: Any, T: int, norm: str) -> ParticipationSensitivity:
         if result.label != LABEL_TOEPLITZ_L2:  # pragma: no cover - the classes guarantee it
             raise AssertionError(f"{m!r}: coefficients not non-increasing non-negative")
         return result
-    floats, steps = _float_coefficients(m, T)
+    floats, steps = m.rounded_coefficients(T)
     factor = 1 + 4 * (2 * T + steps + 4) * _U
     approx = toeplitz_participation(
         exact_coefficients("coefficients", floats),
@@ -184,30 +179,6 @@ def _round_up(value: Fraction, den: int = 2**64) -> Fraction:
     return Fraction(-((-value.numerator * den) // value.denominator), den)
 
 
-def _float_coefficients(m: Any, T: int) -> tuple[FloatArray, int]:
-    """Float coefficients ``c̃`` with ``c_n ≤ c̃_n·(1 − 2⁻⁵³)^{−(2T + d + 4)}``, and d.
-
-    sqrt: the cumulative product of the rounded ratios (:func:`sqrt_ratio`): ≤ 2n roundings
-    for ``c̃_n``.  BLT: ``c̃_n = Σ_i fl(ω_i)·fl(θ_i)^{n−1}`` with the powers by a sequential
-    cumulative product (≤ n + 1 roundings each), one rounding per product and ≤ d per sum."""
-    # by class name: this module is imported by the classes' common base
-    name = type(m).__name__
-    if name == "BLT":
-        out = np.zeros(T, dtype=np.float64)
-        out[0] = 1.0
-        for t, w in zip(m.theta, m.omega, strict=True):
-            powers = np.empty(T - 1, dtype=np.float64)
-            if T > 1:
-                powers[0] = 1.0
-                np.cumprod(np.full(T - 2, float(t)), out=powers[1:])
-                out[1:] += float(w) * powers
-        return out, m.buffers
-    if name == "SqrtFactorization":  # strategy_float: the cumulative product of sqrt_ratio
-        coefficients: FloatArray = m.strategy_float(T)
-        return coefficients, 1
-    raise NotImplementedError(f"{type(m).__name__}: no rigorous float coefficients")
-
-
 def _coefficient_l1(m: Any, T: int, k: int, b: int) -> ParticipationSensitivity:
     """P₁ as ``Σ_n w_n c_n`` (exact coefficients within :data:`PARTICIPATION_EXACT_BITS`,
     else float coefficients rounded up by F: an upper bound)."""
@@ -216,7 +187,7 @@ def _coefficient_l1(m: Any, T: int, k: int, b: int) -> ParticipationSensitivity:
         return toeplitz_participation(
             m.strategy_exact(T), participations=k, min_separation=b, norm="l1"
         )
-    floats, steps = _float_coefficients(m, T)
+    floats, steps = m.rounded_coefficients(T)
     factor = 1 + 4 * (2 * T + steps + 4) * _U
     approx = toeplitz_participation(
         exact_coefficients("coefficients", floats),

@@ -322,6 +322,11 @@ class SqrtFactorization(ToeplitzFactorization):
     def strategy_exact(self, horizon: int) -> ScaledSeq:
         return sqrt_coefficients(horizon)
 
+    def rounded_coefficients(self, horizon: int) -> tuple[FloatArray, int]:
+        """:meth:`strategy_float`, the cumulative product of the rounded ratios
+        (:func:`sqrt_ratio`): ≤ 2n roundings for ``c̃_n``; d = 1."""
+        return self.strategy_float(horizon), 1
+
     def strategy_float(self, horizon: int) -> FloatArray:
         return _sqrt_float_coefficients(horizon)
 
