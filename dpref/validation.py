@@ -235,11 +235,13 @@ def check_int_range(name: str, value: Any, low: int | None, high: int | None) ->
     return out
 
 
-def choose_from(value: object, names: Sequence[str]) -> str:
+def choose_from(value: object, names: Sequence[str], *, close: Sequence[str] | None = None) -> str:
     """The one way dpref lists valid names after an unknown ``value``: ``unknown; did you
     mean 'binary'? choose from kary, binary, …`` — the close names first
-    (:func:`difflib.get_close_matches`, at most three), then every name in its order."""
-    close = difflib.get_close_matches(value, list(names), n=3) if isinstance(value, str) else []
+    (:func:`difflib.get_close_matches`, at most three, unless the caller gives ``close``),
+    then every name in its order."""
+    if close is None:
+        close = difflib.get_close_matches(value, list(names), n=3) if isinstance(value, str) else []
     hint = f" did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown;{hint} choose from {', '.join(names)}"
 
