@@ -40,6 +40,7 @@ from dpref.errors import DprefTypeError, ParameterError
 from dpref.rigorous import mp_context, mpf_fraction
 from dpref.validation import (
     check_epsilon,
+    check_exact,
     check_fraction,
     check_positive_int,
     check_probability_open,
@@ -137,7 +138,7 @@ def exponential_decay(alpha: Any) -> Decay:
 
 def polynomial_decay(c: Any) -> Decay:
     """``g(i) = (i+1)^{−c}``, c > 1."""
-    value = check_fraction("c", c)
+    value = check_exact("c", c)
     if value <= 1:
         raise ParameterError(f"c={fmt(c)}: must be > 1")
     return Decay("polynomial", value)
