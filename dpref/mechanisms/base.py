@@ -46,6 +46,7 @@ from dpref.mechanisms.declarations import (
     check_node_noise,
     numpydoc_parameters,
 )
+from dpref.mechanisms.frames import pandas_io, pandas_paths
 from dpref.mechanisms.keywords import guard_init
 from dpref.mechanisms.online_counter import OnlineCounter
 from dpref.mechanisms.variance_floats import counts_to_floats
@@ -231,6 +232,7 @@ class Mechanism(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         guard_init(cls)  # a missing or unknown keyword: a DprefTypeError naming it
+        pandas_paths(cls)  # a pandas Series in, a Series out (dpref.mechanisms.frames)
         if cls.__dict__.get("name") and cls.__module__.startswith("dpref."):
             register_mechanism(cls)
 
@@ -724,11 +726,13 @@ class Mechanism(ABC):
         return check_node_noise(noise, n_nodes, runs)
 
     # ---------------------------------------------------------------- release
+    @pandas_io("one")
     def release(self, stream: Any, rng: Any = None, *, noise: Any = None) -> FloatArray:
         """Release one noisy answer per item (float64, length ``len(stream)``).
 
         ``noise``, when given, is the node noise in canonical order (no randomness
         is used); otherwise it is drawn from ``rng`` (a Generator, a seed or None).
+        A pandas Series (or one-column DataFrame) comes back as one, its index kept.
         """
         x = self._stream(stream)
         t = x.size
@@ -742,10 +746,12 @@ class Mechanism(ABC):
         out += self._target_checked(x)
         return out
 
+    @pandas_io("many")
     def release_many(
         self, stream: Any, runs: Any, rng: Any = None, *, noise: Any = None
     ) -> FloatArray:
-        """``runs`` independent releases of one stream, shape (runs, T), vectorised.
+        """``runs`` independent releases of one stream, shape (runs, T), vectorised (a
+        pandas stream: a DataFrame, one row per run, its index as the columns).
 
         Run r uses the r-th block of node draws, so row r equals the r-th of ``runs``
         successive :meth:`release` calls on the same Generator.
