@@ -64,6 +64,7 @@ from dpref.noise import (
     standard_normal,
 )
 from dpref.plan import ExactSparse, LinearPlan, TargetRows
+from dpref.types import Budget, Count, Horizon, Seed, Stream
 from dpref.validation import (
     ceil_float,
     ceil_sqrt_float,
@@ -316,9 +317,9 @@ class Mechanism(ABC):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any = None,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon | None = None,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:
@@ -727,7 +728,7 @@ class Mechanism(ABC):
 
     # ---------------------------------------------------------------- release
     @pandas_io("one")
-    def release(self, stream: Any, rng: Any = None, *, noise: Any = None) -> FloatArray:
+    def release(self, stream: Stream, rng: Seed = None, *, noise: Any = None) -> FloatArray:
         """Release one noisy answer per item (float64, length ``len(stream)``).
 
         ``noise``, when given, is the node noise in canonical order (no randomness
@@ -748,7 +749,7 @@ class Mechanism(ABC):
 
     @pandas_io("many")
     def release_many(
-        self, stream: Any, runs: Any, rng: Any = None, *, noise: Any = None
+        self, stream: Stream, runs: Count, rng: Seed = None, *, noise: Any = None
     ) -> FloatArray:
         """``runs`` independent releases of one stream, shape (runs, T), vectorised (a
         pandas stream: a DataFrame, one row per run, its index as the columns).
