@@ -38,6 +38,7 @@ from typing import Any
 
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.rigorous import mp_context, mpf_fraction
+from dpref.types import Budget
 from dpref.validation import (
     check_epsilon,
     check_exact,
@@ -211,7 +212,7 @@ def _decay_of(g: Any) -> Decay:
     raise DprefTypeError(f"g={fmt(g)}: must be a Decay or a mechanism that declares its decay")
 
 
-def lower_bound(g: Decay | Any, epsilon: Any, q: Any) -> LowerBound:
+def lower_bound(g: Decay | Any, epsilon: Budget, q: Any) -> LowerBound:
     """Patent Lemma 2 / Theorem 7: ``C ≥ ½ Σ_{i<D} g(i)`` with ``D = ⌈ln(2q)/ε⌉ − 1``.
 
     Parameters

@@ -51,6 +51,7 @@ from dpref.sanitize.threshold import (
     check_domain_points,
     check_records,
 )
+from dpref.types import Budget, Count, Seed, Stream
 from dpref.validation import (
     check_epsilon,
     check_int_range,
@@ -316,14 +317,14 @@ class PrivateQuantiles:
 
 
 def private_quantiles(
-    stream: Any,
+    stream: Stream,
     q: Any = (0.01, 0.5, 0.99),
     *,
     domain: Any,
-    epsilon: Any,
-    block_size: Any,
+    epsilon: Budget,
+    block_size: Count,
     subsample: Any = 1,
-    rng: Any = None,
+    rng: Seed = None,
 ) -> FloatArray:
     """One-call form: sanitize ``stream`` (at most 2²⁶ records, its final partial block
     included, at most :data:`~dpref.sanitize.streaming.MAX_BATCH_WORK` =
