@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from strategies import float_budgets, float_fractions
 
 import dpref
 from dpref.cli import main
@@ -29,8 +29,6 @@ from dpref.validation import (
     fmt,
 )
 
-# ε and ρ a mechanism accepts for Δ = 1 (ε in [2^-400, 2^400], ρ in [2^-800, 2^400])
-budgets = st.floats(min_value=2.0**-60, max_value=2.0**60, allow_nan=False, allow_infinity=False)
 LONG_BINARY = re.compile(r"\d{15,}")
 """A numerator or denominator of 15 or more digits: a float's binary value, not its decimal."""
 
@@ -53,7 +51,7 @@ def stream_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @settings(max_examples=8)  # each runs the CLI in process (~0.1 s)
-@given(x=budgets)
+@given(x=float_budgets)
 @example(x=0.1)
 @example(x=0.3)
 @example(x=1e-5)
@@ -66,7 +64,7 @@ def test_a_float_epsilon_is_the_same_in_the_api_a_string_and_the_cli(
     assert api == _cli_epsilon(repr(x), stream_file)
 
 
-@given(x=budgets)
+@given(x=float_budgets)
 @example(x=0.1)
 def test_every_budget_checker_reads_a_float_as_its_decimal(x: float) -> None:
     want = Fraction(repr(x))
@@ -78,7 +76,7 @@ def test_every_budget_checker_reads_a_float_as_its_decimal(x: float) -> None:
         assert check_probability_open("delta", x) == want
 
 
-@given(x=st.floats(min_value=2.0**-20, max_value=1 - 2.0**-20))
+@given(x=float_fractions)
 def test_zcdp_budgets_and_decay_parameters_follow_the_same_rule(x: float) -> None:
     want = Fraction(repr(x))
     assert dpref.Binary(rho=x, horizon=4).rho == want
