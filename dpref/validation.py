@@ -116,6 +116,16 @@ def _shape_of(value: Any) -> tuple[int, ...] | None:
     return None
 
 
+def _pandas_class(value: Any) -> str | None:
+    """The pandas class a value is (``"DataFrame"``, ``"Series"``, …) or None; pandas is
+    not imported."""
+    try:
+        klass = type(value)
+        return klass.__name__ if klass.__module__.startswith("pandas") else None
+    except Exception:
+        return None
+
+
 def _first_items(value: Any) -> str:
     """The first :data:`_SHOWN_ITEMS` items of a long array, pandas object or sequence
     (a DataFrame: its first column names), each clipped; "" when they cannot be read."""
@@ -139,13 +149,13 @@ def _first_items(value: Any) -> str:
 
 
 def _abbreviated(value: Any, shape: tuple[int, ...] | None) -> str | None:
-    """``<list of shape (9,): 1, 2, 3, …>`` for a value of more than 8 items or of two or
-    more dimensions (``shape`` when the caller knows it), else None."""
+    """``<list of shape (9,): 1, 2, 3, …>`` for a value of more than 8 items or a
+    DataFrame (``shape`` when the caller knows it), else None."""
     if shape is None:
         shape = _shape_of(value)
         if shape is None:
             return None
-    if math.prod(shape) <= 8 and len(shape) <= 1:
+    if math.prod(shape) <= 8 and (len(shape) <= 1 or _pandas_class(value) != "DataFrame"):
         return None
     text = f"<{_type_name(value)} of shape {shape}{_first_items(value)}>"
     return _clip(text, 2 * FMT_LENGTH)
