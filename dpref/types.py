@@ -28,9 +28,10 @@ ExactReal: TypeAlias = (
 )
 """A real number dpref keeps exactly, as a :class:`~fractions.Fraction`: an int, a
 ``Fraction`` (or another rational), a string such as ``"1/3"``, ``"0.1"`` or ``"1e-5"``, or
-a float (Python or numpy), read as the shortest decimal that round-trips (``0.1`` is
-``1/10``).  NaN, infinities and bools are refused.  Used for the decay parameters (α, β,
-c, AllWindowSum's δ)."""
+a finite float (Python or numpy).  NaN, infinities and bools are refused.  For the decay
+parameters (α, β, c, AllWindowSum's δ) a float is read as the shortest decimal that
+round-trips (``0.1`` is ``1/10``), as for a :data:`Budget`; a sensitivity Δ or a domain
+bound takes a float at its exact binary value (float items are compared with it)."""
 
 Budget: TypeAlias = ExactReal
 """A privacy budget — ε, ρ, a per-level share, δ or μ — given as an :data:`ExactReal`:
