@@ -199,15 +199,15 @@ class PrivateQuantiles:
         self,
         *,
         domain: Any,
-        epsilon: Any,
-        block_size: Any,
+        epsilon: Budget,
+        block_size: Count,
         subsample: Any = 1,
         tree: Any = "binary",
         neighbours: Any = "replace",
         clamp: Any = False,
         sketch_k: Any = DEFAULT_SKETCH_K,
         exact_limit: Any = 1 << 20,
-        rng: Any = None,
+        rng: Seed = None,
     ) -> None:
         offline = ThresholdSanitizer(
             domain=domain, epsilon=epsilon, tree=tree, neighbours=neighbours
@@ -350,7 +350,9 @@ def private_quantiles(
     return pq.quantiles(qs)
 
 
-def exponential_quantile(data: Any, q: Any, *, domain: Any, epsilon: Any, rng: Any = None) -> float:
+def exponential_quantile(
+    data: Any, q: Any, *, domain: Any, epsilon: Budget, rng: Seed = None
+) -> float:
     """Smith's (2011) one-shot ε-DP quantile: the exponential mechanism over the domain
     points with utility ``u(x) = −dist(qN, [#{y < x}, #{y ≤ x}])`` (sensitivity 1 under
     replace-one), ``P(x) ∝ exp(ε u(x)/2)``, sampled by the Gumbel-max trick.  Needs all
