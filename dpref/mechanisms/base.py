@@ -188,8 +188,8 @@ class Mechanism(ABC):
     Parameters
     ----------
     epsilon
-        The privacy budget ε > 0 for pure ε-DP (kept exactly as a
-        :class:`~fractions.Fraction`); give exactly one of ``epsilon`` and ``rho``.
+        The privacy budget ε > 0 for pure ε-DP, kept exactly (a float is read as its
+        decimal: ``0.1`` is 1/10, :data:`~dpref.types.Budget`); give one of ε and ρ.
     rho
         The zCDP budget ρ > 0 (exact) for Gaussian noise: the release is ρ-zCDP and
         exactly √(2ρ)-GDP (docs/gaussian.md).
