@@ -29,7 +29,7 @@ from dpref.mechanisms.tree_arith import (
     tree_objective,
     uniform_split,
 )
-from dpref.validation import check_fraction, check_int_range, choose_from, fmt
+from dpref.validation import check_exact, check_fraction, check_int_range, choose_from, fmt
 
 __all__ = [
     "BUDGETS",
@@ -219,7 +219,7 @@ def _check_budget_sequence(
             f"budget={fmt(budget)}: {len(items)} per-level values, but the tree has "
             f"L={levels} levels"
         )
-    values = tuple(check_fraction("budget", v) for v in items)
+    values = tuple(check_exact("budget", v) for v in items)
     if any(v <= 0 for v in values):
         raise ParameterError(f"budget={fmt(budget)}: every per-level ε_h must be > 0")
     total = sum(values, Fraction(0))
