@@ -120,9 +120,8 @@ class MechanismContract(ABC):
 
     def test_plan_random_larger_horizons(self) -> None:
         rng = np.random.default_rng(64)
-        for drawn in sorted(rng.integers(65, 1500, 3)):
-            m = self.make(int(drawn))
-            horizon = min(int(drawn), m.max_plan_steps)  # a dense plan (BlueTree) stops lower
+        cap = self.make(16).max_plan_steps  # a dense plan (BlueTree) stops lower
+        for horizon in sorted({min(int(t), cap) for t in rng.integers(65, 1500, 3)}):
             m = self.make(horizon)
             report = m.plan(horizon).check(m.variance_exact(horizon))
             assert report.passed, report

@@ -74,7 +74,7 @@ __all__ = ["BLUE_PLAN_STEPS", "MAX_BLUE_K", "BlueTree"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-BLUE_PLAN_STEPS = 128
+BLUE_PLAN_STEPS = 257
 """Largest T of the exact plan: R is dense (every output uses every node), T × N exact
 entries with Θ(T) distinct values."""
 MAX_BLUE_K = 4096
