@@ -277,7 +277,13 @@ class BlueTree(Mechanism):
         if T <= EXACT_VARIANCE_STEPS:
             return np.array([float(v) for v in self.variance_exact(T)], dtype=np.float64)
         lo, hi = variance_floats(self.weights(T))
-        return 0.5 * (lo + hi)
+        if np.any(hi - lo > lo * 2.0**-30):
+            raise ParameterError(
+                f"horizon={T}: the float enclosure of the variance is wider than 2^-30 "
+                "(relative); use variance_exact"
+            )
+        out: FloatArray = 0.5 * (lo + hi)
+        return out
 
     def objective(self, kind: str = "mean") -> Fraction:
         """The exact mean or maximum of ``Var(out_t)`` over t ≤ T
