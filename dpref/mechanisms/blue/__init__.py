@@ -31,6 +31,7 @@ References
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -57,6 +58,7 @@ from dpref.mechanisms.blue.decode import (
     variance_at,
 )
 from dpref.mechanisms.blue.hierarchy import LAYOUT_KINDS, Layout, layout
+from dpref.mechanisms.blue.online import KeyedOnline, keyed_noise
 from dpref.mechanisms.blue.rows import recombination_exact
 from dpref.mechanisms.blue.variance import objective_exact, variance_floats
 from dpref.mechanisms.tree_arith import level_scale, uniform_split
@@ -65,7 +67,7 @@ from dpref.mechanisms.tree_budgets import (
     design_level_budget,
     validate_budget_form,
 )
-from dpref.noise import NoiseKind
+from dpref.noise import NoiseKind, make_rng
 from dpref.plan import ExactSparse
 from dpref.validation import ceil_float, check_choice, check_int_range, fmt
 
@@ -319,6 +321,40 @@ class BlueTree(Mechanism):
 
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _BlueOnline(self, rng, noise)
+
+    # ------------------------------------------------ keyed noise, O(k·H) memory
+    @staticmethod
+    def draw_key(rng: Any = None) -> tuple[int, int]:
+        """A 128-bit noise key from ``rng`` (two uniform 64-bit words)."""
+        words = make_rng(rng).integers(0, 2**64, size=2, dtype=np.uint64)
+        return int(words[0]), int(words[1])
+
+    def _multipliers(self) -> list[float]:
+        return [self.noise_multiplier(b) for b in self.level_scales]
+
+    def keyed_noise(self, key: Any, horizon: int | None = None) -> FloatArray:
+        """The node noise of ``key`` in canonical order (:mod:`~dpref.mechanisms.blue.online`):
+        ``release(stream, noise=m.keyed_noise(key))`` is what :meth:`online_keyed` outputs."""
+        T = self._horizon_for(horizon)
+        return keyed_noise(self.weights(T), self._multipliers(), key, self.gaussian)
+
+    def online_keyed(self, key: Any) -> KeyedOnline:
+        """A counter on the keyed node noise of ``key`` holding at most
+        :meth:`online_keyed_memory` floats (O(k·H) plus a fixed work buffer) — unlike
+        :meth:`online`, which draws all N node values from a sequential generator at the
+        first step.  Same model (module doc): a stream fixed in advance."""
+        assert self.horizon is not None
+        return KeyedOnline(
+            self.weights(),
+            self._multipliers(),
+            key,
+            self.gaussian,
+            functools.partial(self.domain.check_value, "x"),
+        )
+
+    def online_keyed_memory(self) -> int:
+        """The most floats :meth:`online_keyed` holds at once."""
+        return KeyedOnline.memory(self.k, self._layout(self._horizon_for(None)).top)
 
     def online_memory(self, horizon: int | None = None) -> int | None:
         """N node values and T noise outputs, held from the first step (every output uses
