@@ -57,7 +57,7 @@ from dpref.mechanisms.blue.decode import (
     float_weights,
     variance_at,
 )
-from dpref.mechanisms.blue.hierarchy import LAYOUT_KINDS, Layout, layout
+from dpref.mechanisms.blue.hierarchy import LAYOUT_KINDS, Layout, blue_levels, layout
 from dpref.mechanisms.blue.online import KeyedOnline, keyed_noise
 from dpref.mechanisms.blue.rows import recombination_exact
 from dpref.mechanisms.blue.variance import objective_exact, variance_floats
@@ -76,9 +76,11 @@ __all__ = ["BLUE_PLAN_STEPS", "MAX_BLUE_K", "BlueTree"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-BLUE_PLAN_STEPS = 257
-"""Largest T of the exact plan: R is dense (every output uses every node), T × N exact
-entries with Θ(T) distinct values."""
+BLUE_PLAN_STEPS = 64
+"""Largest T of the exact plan: R is dense (every output uses every node, T × N exact
+entries with Θ(T) distinct values), and the generic plan check builds a T × (distinct
+values) count matrix, ~1.5 s at T = 256.  Larger T are checked by the path recursion
+against the dense GLS oracle in the tests and by the exact objectives."""
 FRONTIER_FULL_T = 2**16
 """Up to this T, :meth:`BlueTree.frontier_variants` lists every k ≤ 32 of every layout."""
 MAX_BLUE_K = 4096
@@ -174,8 +176,9 @@ class BlueTree(Mechanism):
 
     # ------------------------------------------------------------- structure
     def levels_at(self, horizon: Any, ops: Any = EXACT) -> Any:
-        """L: the levels holding released blocks at T = ``horizon`` (ints only)."""
-        return layout_of(int(horizon), self.k, self.layout_kind).levels
+        """L at T = ``horizon``: :func:`~dpref.mechanisms.blue.hierarchy.blue_levels` over
+        ``ops`` (symbols allowed) — the level count the budget, layout and declaration use."""
+        return blue_levels(horizon, self.k, self.layout_kind, ops)
 
     @property
     def levels(self) -> int:
@@ -230,13 +233,13 @@ class BlueTree(Mechanism):
         if self.budget == "uniform":
             eps = s.get("epsilon", self.design_epsilon)
             delta = s.get("sensitivity", self.sensitivity)
-            L = s.get("levels", self.levels)
+            L = self.levels_at(s.get("horizon", self.horizon), ops)
             return [BudgetTerm("level", L, level_scale(delta, uniform_split(eps, L)))]
         return [BudgetTerm(f"level {j}", 1, b) for j, b in enumerate(self.level_scales)]
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 lies in a released block of each level of the tree at ``horizon``."""
-        return sum(self.level_epsilons[: self.levels_at(horizon)], Fraction(0))
+        return sum(self.level_epsilons[: int(self.levels_at(horizon))], Fraction(0))
 
     # ------------------------------------------------------------------ plan
     def _layout(self, horizon: int) -> Layout:
