@@ -11,14 +11,18 @@ per-level shares ``ε_j`` summing to ε make the node vector ε-DP by basic comp
 ρ-zCDP with shares of ρ); the outputs are a fixed linear function of the noisy node
 vector, so they are post-processing.
 
-Model (as docs/elders.md): the stream is fixed in advance.  Every output uses every node's
-noise, so all node noise is drawn at the first step (every release time is 1) and the
-output at t is ``c_t + (R z)_t``: ``R·A = Q`` exactly, so the items after t cancel and the
-output at t is computable from ``x_1 … x_t`` and the noise.  If later items may depend on
-earlier outputs (an adaptive stream), the outputs are still a post-processing of the node
-vector, but the node vector is then released against an adaptively chosen stream: the
-guarantee is the one of the adaptive-continual-release setting, which this module does not
-claim.
+Model (as docs/elders.md): the stream is fixed in advance (non-adaptive), as everywhere in
+dpref.  Every output uses every node's noise, so all node noise is fixed at the first step
+(every release time is 1) and the output at t is ``c_t + (R z)_t``: ``R·A = Q`` exactly, so
+the items after t cancel and the output at t is computable from ``x_1 … x_t`` and the noise;
+the whole output sequence is a fixed linear function of the noisy node vector ``A x + z``,
+ε-DP (ρ-zCDP) for a fixed x.  If later items may depend on earlier outputs, each output
+already reveals a combination of the noise of nodes whose items have not arrived, so the
+release is no longer post-processing of one Laplace (Gaussian) mechanism run on a fixed
+``A x``; no guarantee is claimed for adaptively chosen streams.  :meth:`BlueTree.online`
+draws the node noise from the Generator at the first step (memory N + T);
+:meth:`BlueTree.online_keyed` regenerates it from a key (:mod:`~dpref.mechanisms.blue.online`,
+memory O(k·H)).
 
 References
 ----------
@@ -253,6 +257,11 @@ class BlueTree(Mechanism):
         table = tuple(dict.fromkeys(self.level_scales[: lay.levels]))
         idx = np.array([table.index(b) for b in self.level_scales[: lay.levels]], np.int64)
         return NodeTable(lay.lo.copy(), lay.hi.copy(), table, idx[lay.level])
+
+    def node_levels(self, horizon: int) -> IntArray:
+        """The level j of each released node, canonical order (a clipped block's length is
+        not a power of k, so its level is not its size's)."""
+        return self._layout(horizon).level.copy()
 
     def release_times(self, horizon: int) -> IntArray:
         """All 1: every output uses every node (all noise is drawn at the first step)."""
