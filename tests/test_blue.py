@@ -219,3 +219,11 @@ def test_keyed_key_validation() -> None:
         m.online_keyed((1, -1))
     with pytest.raises(DprefError, match="key="):
         m.keyed_noise("abc")
+
+
+def test_variance_upper_bounds_exact() -> None:
+    """The frontier's fallback: every float is at least the exact variance."""
+    m = BlueTree(epsilon=1, horizon=300, k=3, layout="elders_full")
+    upper = m.variance_upper()
+    assert upper is not None
+    assert all(Fraction(float(u)) >= v for u, v in zip(upper, m.variance_exact(), strict=True))

@@ -301,6 +301,13 @@ class BlueTree(Mechanism):
         out: FloatArray = 0.5 * (lo + hi)
         return out
 
+    def variance_upper(self, horizon: int | None = None) -> FloatArray | None:
+        """Per-step floats at least the exact variance: the upper ends of the interval
+        enclosure (:func:`~dpref.mechanisms.blue.variance.variance_floats`, within a relative
+        ~1e-14 of the exact values); :meth:`objective` gives the exact mean and max."""
+        T = self._variance_horizon(horizon)
+        return variance_floats(self.weights(T))[1]
+
     def objective(self, kind: str = "mean") -> Fraction:
         """The exact mean or maximum of ``Var(out_t)`` over t ≤ T
         (:func:`~dpref.mechanisms.blue.variance.objective_exact`)."""
