@@ -227,3 +227,11 @@ def test_variance_upper_bounds_exact() -> None:
     upper = m.variance_upper()
     assert upper is not None
     assert all(Fraction(float(u)) >= v for u, v in zip(upper, m.variance_exact(), strict=True))
+
+
+def test_exact_mean_at_any_horizon_max_bounded() -> None:
+    """The mean costs O(k·H) Fractions whatever T; the max screens every t (T ≤ 2^20)."""
+    m = BlueTree(epsilon=1, horizon=2**40, k=13, layout="elders_full")
+    assert 5804 < m.objective("mean") < 5805
+    with pytest.raises(DprefError, match="horizon="):
+        m.objective("max")

@@ -309,9 +309,12 @@ class BlueTree(Mechanism):
         return variance_floats(self.weights(T))[1]
 
     def objective(self, kind: str = "mean") -> Fraction:
-        """The exact mean or maximum of ``Var(out_t)`` over t ≤ T
+        """The exact mean (any T: O(k·H) Fractions) or maximum (T ≤ 2^20: an interval
+        screen over every t) of ``Var(out_t)`` over t ≤ T
         (:func:`~dpref.mechanisms.blue.variance.objective_exact`)."""
         check_choice("kind", kind, OBJECTIVES)
+        if kind == "max":  # a float screen over every t: T ≤ MAX_VARIANCE_STEPS
+            self._variance_horizon(None)
         return objective_exact(self.weights(), kind)
 
     def target(self, stream: Any) -> FloatArray:
