@@ -235,3 +235,19 @@ def test_exact_mean_at_any_horizon_max_bounded() -> None:
     assert 5804 < m.objective("mean") < 5805
     with pytest.raises(DprefError, match="horizon="):
         m.objective("max")
+
+
+def test_fast_rows_equal_reference_rows() -> None:
+    """rows.py (distinct values per level) equals decode.row_weights (node by node)."""
+    from dpref.mechanisms.blue.decode import row_weights
+
+    m = BlueTree(epsilon=1, horizon=23, k=3, layout="elders_full", budget="1/3,1/6,1/6,1/3")
+    w, lay = m.weights(), m._layout(23)
+    dense = m.recombination(23).to_dense_exact()
+    for t in range(1, 24):
+        want = [Fraction(0)] * lay.size
+        for j, vals in enumerate(row_weights(w, t)):
+            for b, v in enumerate(vals):
+                if lay.canon[j][b] >= 0:
+                    want[int(lay.canon[j][b])] = v
+        assert dense[t - 1] == want
