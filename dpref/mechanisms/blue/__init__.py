@@ -276,7 +276,7 @@ class BlueTree(Mechanism):
     def recombination(self, horizon: int) -> ExactSparse:
         """R, dense exact rows (:func:`~dpref.mechanisms.blue.rows.recombination_exact`)."""
         t_max = self._horizon_for(horizon, limit=self.max_plan_steps, limit_name="max_plan_steps")
-        return recombination_exact(self.weights(t_max))
+        return _cached_rows(self.k, self.layout_kind, self.node_variances(t_max), t_max)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``Var(out_t)`` for t = 1..T, exact (the path recursion of
@@ -399,6 +399,18 @@ class BlueTree(Mechanism):
             return [{"k": k, "layout": c} for k in range(2, min(max(t, 2), 32) + 1) for c in kinds]
         out = [{"k": k, "layout": c} for k in range(2, 6) for c in kinds]
         return out + [{"k": k, "layout": c} for k in range(8, 25) for c in kinds[1:]]
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_rows(
+    k: int, kind: str, node_var: tuple[Fraction | None, ...], horizon: int
+) -> ExactSparse:
+    """:func:`recombination_exact` of one tree (cached: R depends only on the layout and the
+    node variances; its arrays are read-only)."""
+    rows = recombination_exact(exact_weights(layout_of(horizon, k, kind), node_var))
+    for arr in (rows.indptr, rows.indices, rows.idx):
+        arr.setflags(write=False)
+    return rows
 
 
 def layout_of(horizon: int, k: int, kind: str) -> Layout:
