@@ -5,9 +5,10 @@ The mean of ``Var(out_t)`` over t ≤ T is a smooth function of the level shares
 (node variances ``2/q_j²`` for Laplace, ``∝ 1/q_j`` for Gaussian, at Δ = ε = 1: the split
 does not depend on ε, ρ or Δ).  It is evaluated by the moment DP of
 :func:`~dpref.mechanisms.blue.variance.mean_exact` run in floats, minimised by Nelder–Mead
-over softmax logits from the uniform split (to a relative 10⁻⁷ of the mean), rounded to multiples of ``1/BUDGET_GRID`` (at
-least 4 of them) with the largest share taking the remainder (so the shares sum to 1
-exactly), and kept only when its *exact* mean beats the uniform split's.
+over softmax logits from the uniform split (to a relative 10⁻⁷ of the mean), rounded to
+multiples of ``1/BUDGET_GRID`` (at least 4 of them) with the largest share taking the
+remainder (so the shares sum to 1 exactly), and kept only when its *exact* mean beats the
+uniform split's.
 """
 
 from __future__ import annotations
