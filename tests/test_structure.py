@@ -197,6 +197,8 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.core",
         "proofs.smt",
         "proofs.decayed_code",
+        "proofs.blue",
+        "proofs.blue_gls",
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",
