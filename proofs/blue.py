@@ -388,8 +388,9 @@ def _plans(limit: int) -> Outcome:
                 m = _build(k, kind, T, budget=budget)
                 report = m.plan(T).check(m.variance_exact(T))
                 count += 1
-                if not report.passed:
-                    raise ProofFailure(f"{m!r} T={T}: {report.describe()}")
+                bad = [f"{c.name}: {c.detail}" for c in report.checks if not c.passed]
+                if bad:
+                    raise ProofFailure(f"{m!r} T={T}: {'; '.join(bad)}")
                 if report.privacy_sum != EPSILON:
                     raise ProofFailure(f"{m!r} T={T}: privacy sum {report.privacy_sum} ≠ ε")
     return checked(
