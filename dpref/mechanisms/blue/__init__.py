@@ -54,29 +54,32 @@ from dpref.mechanisms.blue.decode import (
     combine_noise,
     exact_weights,
     float_weights,
-    row_weights,
     variance_at,
 )
 from dpref.mechanisms.blue.hierarchy import LAYOUT_KINDS, Layout, layout
+from dpref.mechanisms.blue.rows import recombination_exact
 from dpref.mechanisms.blue.variance import objective_exact, variance_floats
-from dpref.mechanisms.elders import MAX_K
 from dpref.mechanisms.tree_arith import level_scale, uniform_split
 from dpref.mechanisms.tree_budgets import (
     OBJECTIVES,
     design_level_budget,
     validate_budget_form,
 )
+from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
 from dpref.validation import ceil_float, check_choice, check_int_range, fmt
 
-__all__ = ["BLUE_PLAN_STEPS", "BlueTree"]
+__all__ = ["BLUE_PLAN_STEPS", "MAX_BLUE_K", "BlueTree"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-BLUE_PLAN_STEPS = 256
+BLUE_PLAN_STEPS = 257
 """Largest T of the exact plan: R is dense (every output uses every node), T × N exact
 entries with Θ(T) distinct values."""
+MAX_BLUE_K = 4096
+"""Largest arity: the exact weights cost O(k·H) Fractions at construction (a k ≥ T gives
+the same tree as k = T: a root over T leaves)."""
 EXACT_VARIANCE_STEPS = 4096
 """Up to this T, :meth:`BlueTree.variance` rounds the exact per-step Fractions; above, it
 is the interval-checked float recursion (:func:`variance_floats`)."""
@@ -95,7 +98,7 @@ class BlueTree(Mechanism):
     Parameters
     ----------
     k
-        The arity, an int 2 ≤ k ≤ 2^20 + 1 (odd for ``layout="elders"``).
+        The arity, an int 2 ≤ k ≤ 4096 (odd for ``layout="elders"``).
     layout
         Which blocks are released: ``complete`` (default), ``kary``, ``elders`` or
         ``elders_full``.
@@ -115,9 +118,7 @@ class BlueTree(Mechanism):
     max_plan_steps = BLUE_PLAN_STEPS
     examples = (
         Example(horizons=(1, 5, 16)),
-        Example({"k": 3, "layout": "elders_full"}, horizons=(16,)),
-        Example({"k": 3, "layout": "kary"}, horizons=()),
-        Example({"k": 4}, horizons=(16,), privacy="zcdp"),
+        Example({"k": 3, "layout": "elders_full"}, horizons=(16,), privacy="zcdp"),
     )
 
     def __init__(
@@ -130,7 +131,7 @@ class BlueTree(Mechanism):
         layout: Any = "complete",
         budget: Any = "uniform",
         domain: Domain | None = None,
-        noise: NoiseKindArg = None,
+        noise: NoiseKind | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         assert self.horizon is not None
@@ -140,7 +141,7 @@ class BlueTree(Mechanism):
                 "node values, not integers, so exact discrete noise gains nothing here and "
                 "is not supported; use noise='laplace' (epsilon=) or 'gaussian' (rho=)"
             )
-        kk = check_int_range("k", k, 2, MAX_K)
+        kk = check_int_range("k", k, 2, MAX_BLUE_K)
         kind = check_choice("layout", layout, LAYOUT_KINDS)
         if kind == "elders" and kk % 2 == 0:
             raise ParameterError(
@@ -257,31 +258,9 @@ class BlueTree(Mechanism):
         return out
 
     def recombination(self, horizon: int) -> ExactSparse:
-        """R, dense exact rows (:func:`~dpref.mechanisms.blue.decode.row_weights`)."""
+        """R, dense exact rows (:func:`~dpref.mechanisms.blue.rows.recombination_exact`)."""
         t_max = self._horizon_for(horizon, limit=self.max_plan_steps, limit_name="max_plan_steps")
-        lay = self._layout(t_max)
-        w = self.weights(t_max)
-        n = lay.size
-        table: dict[Fraction, int] = {}
-        rows, cols, idx = [], [], []
-        for t in range(1, t_max + 1):
-            per_level = row_weights(w, t)
-            for j, vals in enumerate(per_level):
-                canon = lay.canon[j]
-                for m, v in enumerate(vals):
-                    c = int(canon[m])
-                    if c < 0 or v == 0:
-                        continue
-                    rows.append(t - 1)
-                    cols.append(c)
-                    idx.append(table.setdefault(v, len(table)))
-        return ExactSparse.from_triples(
-            (t_max, n),
-            np.array(rows, dtype=np.int64),
-            np.array(cols, dtype=np.int64),
-            tuple(table),
-            np.array(idx, dtype=np.int64),
-        )
+        return recombination_exact(self.weights(t_max))
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``Var(out_t)`` for t = 1..T, exact (the path recursion of
@@ -298,7 +277,13 @@ class BlueTree(Mechanism):
         if T <= EXACT_VARIANCE_STEPS:
             return np.array([float(v) for v in self.variance_exact(T)], dtype=np.float64)
         lo, hi = variance_floats(self.weights(T))
-        return 0.5 * (lo + hi)
+        if np.any(hi - lo > lo * 2.0**-30):
+            raise ParameterError(
+                f"horizon={T}: the float enclosure of the variance is wider than 2^-30 "
+                "(relative); use variance_exact"
+            )
+        out: FloatArray = 0.5 * (lo + hi)
+        return out
 
     def objective(self, kind: str = "mean") -> Fraction:
         """The exact mean or maximum of ``Var(out_t)`` over t ≤ T
@@ -352,9 +337,6 @@ class BlueTree(Mechanism):
             if k % 2:
                 out.append({"k": k, "layout": "elders_full"})
         return out
-
-
-NoiseKindArg = Any
 
 
 def layout_of(horizon: int, k: int, kind: str) -> Layout:

@@ -1,0 +1,159 @@
+"""BlueTree (issue 28): the BLUE decoder against a dense exact GLS oracle, the issue's
+numbers, online == batch, validation.  Cheap; the contract tests cover the rest."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from blue_oracle import gls_recombination
+
+from dpref import BlueTree, Elders, KaryTree
+from dpref.errors import DprefError, ParameterError
+from dpref.mechanisms.blue.decode import exact_weights, variance_at
+from dpref.mechanisms.blue.hierarchy import Layout, layout
+from dpref.mechanisms.blue.variance import mean_exact, variance_floats
+
+
+@pytest.mark.parametrize(
+    ("kw", "horizon"),
+    [
+        ({"k": 2}, 7),
+        ({"k": 3}, 11),
+        ({"k": 4, "layout": "kary"}, 10),
+        ({"k": 3, "layout": "elders"}, 9),
+        ({"k": 3, "layout": "elders_full"}, 8),
+        ({"k": 13, "layout": "elders_full"}, 9),
+        ({"k": 2, "budget": "1/2,1/6,1/12,1/4"}, 6),
+        ({"k": 3, "layout": "kary", "budget": "2/3,1/3"}, 8),
+    ],
+)
+def test_recombination_is_the_dense_gls(kw: dict[str, object], horizon: int) -> None:
+    """R and the per-step variances equal ``Q (AᵀΣ⁻¹A)⁻¹AᵀΣ⁻¹`` exactly (non-uniform
+    budgets, T not a power of k, clipped blocks, unobserved middles)."""
+    m = BlueTree(epsilon=1, horizon=horizon, **kw)  # type: ignore[arg-type]
+    R, var = gls_recombination(m, horizon)
+    assert m.recombination(horizon).to_dense_exact() == R
+    assert m.variance_exact(horizon) == var
+
+
+def test_gaussian_recombination_is_the_dense_gls() -> None:
+    m = BlueTree(rho=Fraction(1, 2), horizon=7, k=2, budget="1/16,1/16,1/8,1/4")
+    R, var = gls_recombination(m, 7)
+    assert m.recombination(7).to_dense_exact() == R
+    assert m.variance_exact(7) == var
+
+
+@pytest.mark.parametrize(
+    ("kw", "horizon", "mean", "max_"),
+    [
+        ({"k": 2}, 2048, 380, 548),
+        ({"k": 3}, 729, 179, 260),
+        ({"k": 13}, 2197, 197, 289),
+        ({"k": 19, "layout": "elders_full"}, 2906, Fraction(1737, 10), Fraction(2859, 10)),
+    ],
+)
+def test_issue_numbers(kw: dict[str, object], horizon: int, mean: Fraction, max_: Fraction) -> None:
+    """The issue's table (ε = 1, uniform budgets), rounded as the issue prints them; the
+    exact mean (moment DP) and max (interval screen) equal the per-step exact values."""
+    m = BlueTree(epsilon=1, horizon=horizon, **kw)  # type: ignore[arg-type]
+    mean_v, max_v = m.objective("mean"), m.objective("max")
+    digits = 0 if isinstance(mean, int) else 1
+    assert round(float(mean_v), digits) == float(mean)
+    assert round(float(max_v), digits) == float(max_)
+
+
+@pytest.mark.parametrize(
+    ("k", "kind"), [(2, "complete"), (3, "elders"), (5, "kary"), (4, "elders_full")]
+)
+def test_objectives_equal_per_step_exact(k: int, kind: str) -> None:
+    m = BlueTree(epsilon=Fraction(3, 2), horizon=150, k=k, layout=kind)
+    v = m.variance_exact()
+    assert m.objective("mean") == sum(v) / 150
+    assert m.objective("max") == max(v)
+    lo, hi = variance_floats(m.weights())
+    exact = np.array([float(x) for x in v])
+    assert np.all(lo <= exact) and np.all(exact <= hi)
+    assert np.all(hi - lo <= 1e-12 * exact)
+
+
+def test_elders_layout_is_elders_decoder() -> None:
+    """On Elders' node set every node has one unobserved child: the BLUE is Elders' own
+    decoder (same node set, same variances)."""
+    for T in (1, 13, 40, 81):
+        e, b = (
+            Elders(epsilon=1, horizon=T, k=3),
+            BlueTree(epsilon=1, horizon=T, k=3, layout="elders"),
+        )
+        en, bn = e.nodes(T), b.nodes(T)
+        assert sorted(zip(en.lo.tolist(), en.hi.tolist(), strict=True)) == sorted(
+            zip(bn.lo.tolist(), bn.hi.tolist(), strict=True)
+        )
+        assert b.variance_exact(T) == e.variance_exact(T)
+
+
+def test_kary_layout_is_kary_combined_node_set() -> None:
+    for T, k in ((10, 3), (16, 2), (27, 3)):
+        a = KaryTree(epsilon=1, horizon=T, k=k, combine=True).nodes(T)
+        b = BlueTree(epsilon=1, horizon=T, k=k, layout="kary").nodes(T)
+        assert sorted(zip(a.lo.tolist(), a.hi.tolist(), strict=True)) == sorted(
+            zip(b.lo.tolist(), b.hi.tolist(), strict=True)
+        )
+
+
+@pytest.mark.parametrize("kind", ["complete", "kary", "elders", "elders_full"])
+def test_layout_arrays_follow_the_rules(kind: str) -> None:
+    """The O(H) description (pattern, spine flags, size) matches the per-block arrays, and
+    L is the number of levels with an observed block."""
+    for T in (1, 2, 7, 26, 27, 28, 100):
+        lay: Layout = layout(T, 3, kind)
+        assert lay.size == sum(int(o.sum()) for o in lay.observed) == lay.lo.size
+        assert lay.levels == max(j + 1 for j in range(lay.top + 1) if lay.observed[j].any())
+        for j in range(lay.top + 1):
+            assert lay.observed[j][0] or j >= lay.levels  # item 1 at every level j < L
+
+
+def test_online_equals_batch_seeded_and_injected() -> None:
+    stream = np.random.default_rng(0).integers(0, 2, 57)
+    for kw in ({"k": 2}, {"k": 3, "layout": "elders_full"}):
+        m = BlueTree(epsilon=1, horizon=57, **kw)  # type: ignore[arg-type]
+        np.testing.assert_allclose(
+            m.online(rng=4).run(stream), m.release(stream, rng=4), rtol=1e-12
+        )
+        z = np.random.default_rng(1).standard_normal(m.node_count(57))
+        np.testing.assert_allclose(
+            m.online(noise=z).run(stream), m.release(stream, noise=z), rtol=1e-12
+        )
+        assert m.online_memory() == m.node_count(57) + 57 + 1
+
+
+def test_weights_mean_dp_matches_sum() -> None:
+    w = exact_weights(layout(50, 4, "kary"), tuple([Fraction(2)] * 3 + [None]))
+    assert mean_exact(w) == sum(variance_at(w, t) for t in range(1, 51)) / 50
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"k": 1}, "k="),
+        ({"k": 4, "layout": "elders"}, "k=4"),
+        ({"layout": "dyadic"}, "layout="),
+        ({"budget": "mean"}, "budget="),
+        ({"budget": "1/2,1/2"}, "budget="),
+        ({"noise": "discrete"}, "noise="),
+    ],
+)
+def test_validation(kw: dict[str, object], match: str) -> None:
+    with pytest.raises(DprefError, match=match):
+        BlueTree(epsilon=1, horizon=16, **kw)  # type: ignore[arg-type]
+
+
+def test_unidentifiable_layout_refused() -> None:
+    """Two children without an estimate: the prefixes between them are not identifiable."""
+    lay = layout(9, 3, "complete")
+
+    bad = dataclasses.replace(lay, pattern=((True, False, False), *lay.pattern[1:]))
+    with pytest.raises(ParameterError, match="not identifiable"):
+        exact_weights(bad, (Fraction(1), Fraction(1), Fraction(1)))
