@@ -16,6 +16,7 @@ from typing import Any
 import blue_golden_target as bg
 import pytest
 
+import dpref.mechanisms.blue as blue_module
 import proofs.blue as pb
 from dpref import BlueTree, Honaker
 from dpref.audit.conformance.golden_run import run_golden, vector_config
@@ -121,15 +122,14 @@ def test_a_wrong_variance_or_decoder_fails_the_checks(monkeypatch: pytest.Monkey
     with pytest.raises(ProofFailure, match="variance"):
         pb._plans(3)
     monkeypatch.undo()
-    import dpref.mechanisms.blue as blue_module
+    real_r = blue_module.recombination_exact
 
-    def causal_rows(w: decode.Weights, t: int) -> list[list[Fraction]]:
-        rows = decode.row_weights(w, t)
-        return [[v * 2 if j == 0 and m == 0 and t > 1 else v for m, v in enumerate(r)]
-                for j, r in enumerate(rows)]  # fmt: skip
+    def skewed(w: decode.Weights) -> Any:
+        R = real_r(w)  # one stored value doubled: still a plan, no longer the GLS decoder
+        return replace(R, table=(R.table[0] * 2, *R.table[1:])) if R.table else R
 
-    monkeypatch.setattr(blue_module, "row_weights", causal_rows)
-    with pytest.raises(ProofFailure):
+    monkeypatch.setattr(blue_module, "recombination_exact", skewed)
+    with pytest.raises(ProofFailure, match="GLS"):
         pb._blue(3)
 
 
