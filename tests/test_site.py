@@ -45,7 +45,7 @@ skip them by name, so a new page is covered from the start."""
 
 
 CONVERTED = ("index.md", "spec.md", "counting.md", "trees.md", "elders.md", "gaussian.md",
-             "noise.md", "smooth.md", "decayed.md", "mechanisms/*.md")  # fmt: skip
+             "noise.md", "smooth.md", "decayed.md", "blue.md", "mechanisms/*.md")  # fmt: skip
 """Pages whose formulas were rewritten as math: no formula may remain in a code span there."""
 
 
