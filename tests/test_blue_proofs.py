@@ -173,29 +173,3 @@ def test_blue_theorem_at_the_verify_limit() -> None:
     assert kinds["budget"] == kinds["upward weights"] == kinds["consistency"] == PROVEN_CODE
     assert kinds["best linear unbiased"] == kinds["plans"] == CHECKED
 
-
-def test_verify_plan_horizons_stop_at_a_dense_class_cap() -> None:
-    import numpy as np
-
-    from dpref.verify import VerifyOptions
-    from dpref.verify.plans import DENSE_FRACTION, _horizons
-
-    opts = VerifyOptions()
-    dense = _horizons(opts, np.random.default_rng(opts.seed), BlueTree.max_plan_steps)
-    top = BlueTree.max_plan_steps // DENSE_FRACTION
-    assert dense[:top] == list(range(1, top + 1))
-    assert top < min(dense[top:]) and max(dense) <= BlueTree.max_plan_steps
-    assert len(set(dense)) == len(dense)
-    # a class whose plans reach random_max keeps the old horizons (1 … 256, 4 random T)
-    wide = _horizons(opts, np.random.default_rng(opts.seed), 2**16)
-    assert wide[:256] == list(range(1, 257)) and len(wide) == 260
-    assert all(257 <= t <= opts.random_max for t in wide[256:])
-
-
-def test_coverage_places_a_clipped_block_on_each_of_its_levels() -> None:
-    from dpref.verify.coverage import _levels_of
-
-    assert _levels_of(5, 5, 5, 2, 4) == [0, 1, 2]  # [5, 5] clipped at T = 5 on levels 1, 2
-    assert _levels_of(1, 4, 5, 2, 4) == [2]
-    assert _levels_of(3, 4, 8, 2, 4) == [1]
-    assert _levels_of(2, 4, 8, 2, 4) == []  # not aligned: no level

@@ -22,9 +22,7 @@ Per registered mechanism (one part each, so ``--mechanism NAME`` runs its rows):
   binary mechanism), every example rebuilt with an explicit split ``ε_h ∝ h + 1`` (all
   different, so a permuted split shows), pure and zCDP: the split is kept as given, every
   node of the plan has exactly the scale ``Δ/ε_h`` (variance ``Δ²/(2ρ_h)``) of the level
-  its interval's length ``k^h`` puts it on (a block clipped at T, in BlueTree's complete
-  layout, the scale of one of the levels whose clipped block it is; the split has the
-  class's ``levels_at(T)`` shares), and the online counter draws the same noise
+  its interval's length ``k^h`` puts it on, and the online counter draws the same noise
   as the batch path on a seed (the scales here are within a factor ``L(L+1)/2`` of each
   other, so a level scaled by another level's σ is far outside the tolerance);
 * **switch points** — the factorizations past every internal switch of their sums: sqrt's
@@ -267,16 +265,13 @@ def _split(levels: int, total: Fraction) -> tuple[Fraction, ...]:
     return tuple(total * (h + 1) / norm for h in range(levels))
 
 
-def _levels_of(lo: int, hi: int, horizon: int, k: int, levels: int) -> list[int]:
-    """The levels h < ``levels`` whose aligned block ``[m k^h + 1, (m+1)k^h]``, clipped at
-    the horizon, is ``[lo, hi]``: one (``k^h = hi − lo + 1``) for an unclipped block; a
-    block clipped at T (BlueTree's complete layout) may sit on several."""
-    out, p = [], 1
-    for h in range(levels):
-        if (lo - 1) % p == 0 and min(lo - 1 + p, horizon) == hi:
-            out.append(h)
+def _level_of(size: int, k: int) -> int:
+    """h with ``k^h = size`` (−1 when size is not a power of k)."""
+    h, p = 0, 1
+    while p < size:
         p *= k
-    return out
+        h += 1
+    return h if p == size else -1
 
 
 def _level_budgets(name: str, tally: _Tally) -> bool:
@@ -297,8 +292,8 @@ def _level_budgets(name: str, tally: _Tally) -> bool:
                 k = int(getattr(probe, "k", 2))
                 if kw.get("k") == "auto":  # an explicit split needs the chosen k
                     kw["k"] = k
-                levels = probe.levels_at(T) if hasattr(probe, "levels_at") else tree_levels(T, k)
-                given = _split(levels, EPSILON)
+                levels_at = getattr(probe, "levels_at", None)  # the class's own count
+                given = _split(int(levels_at(T)) if levels_at else tree_levels(T, k), EPSILON)
                 m = cls(**{ex.budget_name: EPSILON}, **kw, budget=given)
                 gaussian = ex.privacy == "zcdp"
                 got = (
@@ -314,17 +309,20 @@ def _level_budgets(name: str, tally: _Tally) -> bool:
                 plan = m.plan(T)
                 delta = m.sensitivity
                 bad = ""
+                node_levels = getattr(m, "node_levels", None)  # clipped blocks (BlueTree)
+                by_node = node_levels(T).tolist() if node_levels else None
                 for n in range(plan.n_nodes):
-                    lo, hi = int(plan.lo[n]), int(plan.hi[n])
-                    hs = _levels_of(lo, hi, T, k, len(given))
-                    want = [
-                        delta * delta / (2 * given[h]) if gaussian else delta / given[h] for h in hs
-                    ]
-                    if plan.scale_table[int(plan.scale_idx[n])] not in want:
+                    h = by_node[n] if by_node else _level_of(int(plan.hi[n] - plan.lo[n] + 1), k)
+                    want = (
+                        (delta * delta / (2 * given[h]) if gaussian else delta / given[h])
+                        if h >= 0
+                        else None
+                    )
+                    if plan.scale_table[int(plan.scale_idx[n])] != want:
                         bad = (
-                            f"node [{lo}, {hi}] (levels {hs}) has "
+                            f"node [{plan.lo[n]}, {plan.hi[n]}] (level {h}) has "
                             f"{'variance' if gaussian else 'scale'} "
-                            f"{plan.scale_table[int(plan.scale_idx[n])]}, expected one of {want}"
+                            f"{plan.scale_table[int(plan.scale_idx[n])]}, expected {want}"
                         )
                         break
                 tally.add(f"{what}: {bad}", not bad)

@@ -54,25 +54,11 @@ def _unbounded(name: str, index: int, epsilon: Fraction) -> Mechanism:
     return cls.examples[index].build(cls, epsilon, 1)
 
 
-DENSE_FRACTION = 4
-"""A class whose plans stop below ``random_max`` (``max_plan_steps``, lowered because its
-decoder is dense: BlueTree's R has T·N entries) is checked at every T up to
-``max_plan_steps // DENSE_FRACTION`` and at the random T up to ``max_plan_steps`` (every T
-≤ 256 of BlueTree's dense plans alone took 94 s of CPU)."""
-
-
-def _horizons(opts: VerifyOptions, rng: np.random.Generator, cap: int) -> list[int]:
-    """1 … max_exhaustive, then the random larger T, all at most ``cap`` — the class's
-    ``max_plan_steps``; below ``random_max`` the exhaustive range is ``cap // DENSE_FRACTION``
-    (:data:`DENSE_FRACTION`)."""
-    top = min(opts.max_exhaustive, cap if cap >= opts.random_max else cap // DENSE_FRACTION)
-    high = min(opts.random_max, cap)
-    if top >= high:  # no larger T left to draw
-        return list(range(1, top + 1))
-    extra = [int(t) for t in rng.integers(top + 1, high + 1, opts.random_horizons)]
-    if high < opts.random_max:  # capped: a narrow range repeats T, check each once
-        extra = list(set(extra))
-    return list(range(1, top + 1)) + sorted(extra)
+def _horizons(opts: VerifyOptions, rng: np.random.Generator) -> list[int]:
+    if opts.max_exhaustive >= opts.random_max:  # no larger T left to draw
+        return list(range(1, opts.max_exhaustive + 1))
+    extra = rng.integers(opts.max_exhaustive + 1, opts.random_max + 1, opts.random_horizons)
+    return list(range(1, opts.max_exhaustive + 1)) + sorted(int(t) for t in extra)
 
 
 @splittable(by_mechanism)
@@ -87,8 +73,10 @@ def plan_suite(opts: VerifyOptions) -> list[VerifyRow]:
         detail = ""
         max_sum = Fraction(0)
         zcdp = 0
-        for T in _horizons(opts, rng, MECHANISMS[name].max_plan_steps):
+        for T in _horizons(opts, rng):
             for m in _instances(name, T, eps):
+                if T > m.max_plan_steps:  # a dense plan (BlueTree) is built only up to here
+                    continue
                 report = m.plan(T).check(m.variance_exact(T))
                 checks += len(report.checks)
                 bad = [c for c in report.checks if not c.passed]
@@ -207,6 +195,8 @@ def agreement_suite(opts: VerifyOptions) -> list[VerifyRow]:
                 failed += 1
                 detail = detail or f"{name} T={T}: raised {type(exc).__name__}: {exc}"
             for m in instances:
+                if T > m.max_plan_steps:  # the comparison needs the plan
+                    continue
                 try:
                     problems, exact = _agree(m, T, rng)
                 except Exception as exc:  # a path that raises is a finding, not a crash
