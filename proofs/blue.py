@@ -36,15 +36,19 @@ unreleased blocks dpref does not prove it: :mod:`proofs.blue_gls` computes ``R*`
 variances by dense exact elimination and the claim *best linear unbiased* compares them
 with the code's R and ``variance_exact`` for every small T.
 
-How the proofs touch the code.  *budget* evaluates ``BlueTree.budget_terms`` (with
-``level_scale`` and ``uniform_split``) at symbolic ε, Δ and level count L; *budget (level
-splits)* evaluates ``level_scale`` over symbolic shares; *upward weights* and *consistency*
-evaluate the decoder's node-type function (``decode._node``, which computes every ``a``,
-``g``, ``V`` the release, the plan and the variances read) at symbolic positive variances,
-for every number of children m ≤ 32 (every k ≤ 32; a larger k is not covered); the
-level count L of a layout (``hierarchy.layout(...).levels``) is an integer loop, not proven
-for symbolic T: *membership* checks it exhaustively.  *unbiased (induction)* is a lemma (no
-class code); *membership*, *plans* and *best linear unbiased* are exhaustive exact checks.
+How the proofs touch the code.  *levels* is proven with z3 for every ``1 ≤ T ≤ 2⁶²`` and
+k ≤ 32: the one level count ``hierarchy.blue_levels`` (the layout, ``levels_at`` and
+``budget_terms`` all use it) equals the number of levels holding a released block, counted
+independently; *budget* evaluates ``BlueTree.budget_terms`` (with ``level_scale`` and
+``uniform_split``) at symbolic T, ε and Δ, and z3 proves its membership is that count
+(k ∈ {2, …, 8, 13, 16, 19, 32}); *budget (level splits)* evaluates ``level_scale`` over
+symbolic shares; *upward weights* and *consistency* evaluate the decoder's node-type function
+(``decode._node``, which computes every ``a``, ``g``, ``V`` the release, the plan and the
+variances read) at symbolic positive variances, for every number of children m ≤ 32 (every
+k ≤ 32; a larger k is not covered).  Which blocks a layout releases is integer array code
+(``hierarchy.layout``), not evaluated symbolically: *membership* checks it exhaustively.
+*unbiased (induction)* is a lemma (no class code); *membership*, *plans* and *best linear
+unbiased* are exhaustive exact checks.
 
 References
 ----------
@@ -71,8 +75,10 @@ import sympy as sp
 
 from dpref.errors import ParameterError
 from dpref.mechanisms import Elders, KaryTree
+from dpref.mechanisms.base import MAX_HORIZON
 from dpref.mechanisms.blue import BlueTree
 from dpref.mechanisms.blue import decode as blue_decode
+from dpref.mechanisms.blue.hierarchy import blue_levels
 from dpref.mechanisms.tree_arith import level_scale, uniform_split
 from proofs.blue_gls import gls_decoder
 from proofs.core import (
@@ -89,6 +95,16 @@ from proofs.core import (
     lemma,
     note,
     run_claim,
+)
+from proofs.core import T as T_SYM
+from proofs.smt import primitive_lemmas
+from proofs.tree_smt import (
+    CountZ3Ops,
+    PiecewiseOps,
+    declared_budget_steps,
+    indicators_as_symbols,
+    levels_characterised,
+    prove_for_all_T,
 )
 
 __all__ = ["CHILDREN", "DESIGNS", "GLS_LIMIT", "PLAN_LIMIT", "PROOFS", "node_multiset"]
@@ -209,19 +225,127 @@ def _membership(limit: int) -> Outcome:
     )
 
 
-def _budget() -> Outcome:
-    L = sp.Symbol("L", integer=True, positive=True)
-    m = _build(2, "complete", 8)
-    (term,) = m.budget_terms(epsilon=eps, sensitivity=Delta, levels=L)
-    check_identity(term.membership * Delta / term.scale, eps, "L·Δ/scale")
-    check_identity(term.membership, L, "the declared membership is the level count")
+SMT_ARITIES: dict[str, tuple[int, ...]] = {
+    "complete": tuple(range(2, 33)),
+    "kary": tuple(range(2, 33)),
+    "elders": tuple(range(3, 33, 2)),
+    "elders_full": tuple(range(2, 33)),
+}
+"""Per layout, the arities whose level count and declaration are proven for every T ≤ 2⁶²
+(k ≤ 32: the frontier's range; a larger k is not covered)."""
+
+
+def _usable(kind: str, k: int, ops: CountZ3Ops, T_: Any) -> tuple[Callable[[int], Any], int]:
+    """Whether level j holds a released block at T, written independently of the code, and
+    the first level ``top`` above every T ≤ 2⁶²: complete ``j = 0 or k^{j−1} < T``
+    (levels 0 … ⌈log_k T⌉); kary ``k^j ≤ T``; elders, elders_full ``k^j ≤ 2T − 1``."""
+    z3 = ops.z3
+    if kind == "complete":
+
+        def usable(j: int) -> Any:
+            if j == 0:
+                return z3.BoolVal(True)
+            p = k ** (j - 1)
+            return ops.le(p + 1, T_) if p < MAX_HORIZON else z3.BoolVal(False)
+
+        top = 1
+        while k ** (top - 1) < MAX_HORIZON:
+            top += 1
+        return usable, top
+    limit = MAX_HORIZON if kind == "kary" else 2 * MAX_HORIZON - 1
+
+    def usable_power(j: int) -> Any:
+        p = k**j
+        if p > limit:
+            return z3.BoolVal(False)
+        return ops.le(p, T_) if kind == "kary" else ops.le(p + 1, T_ + T_)
+
+    top = 0
+    while k**top <= limit:
+        top += 1
+    return usable_power, top
+
+
+def _levels() -> Outcome:
+    ops = CountZ3Ops()
+    T_ = ops.var("T")
+    steps = primitive_lemmas()
+    done = []
+    for kind, arities in SMT_ARITIES.items():
+        for k in arities:
+            usable, top = _usable(kind, k, ops, T_)
+            L = blue_levels(T_, k, kind, ops)
+            prove_for_all_T(
+                levels_characterised(ops, L, usable, top), f"{kind} k={k}: blue_levels", ops, T_
+            )
+        done.append(f"{kind} k ∈ {{{arities[0]}, …, {arities[-1]}}}")
     return about_code(
-        "uniform budget: for any number L ≥ 1 of levels, the declaration (L nodes of scale "
-        "level_scale(Δ, uniform_split(ε, L))) costs L·Δ/scale = ε",
-        evaluates=[BlueTree.budget_terms, level_scale, uniform_split],
-        detail="budget_terms evaluated at symbolic ε, Δ and L (sympy); that L is the number "
-        "of released nodes containing item 1 and the declared scale is the one nodes() "
-        "draws: 'membership' and 'budget = instances' (checked)",
+        "for every 1 ≤ T ≤ 2⁶² and k ≤ 32 (elders: odd k; larger k not covered): the level "
+        "count blue_levels(T, k, layout) — the one the layout, levels_at and budget_terms "
+        "use — is #{j : level j holds a released block}: complete ⌈log_k T⌉ + 1 (j = 0 or "
+        "k^{j−1} < T), kary ⌊log_k T⌋ + 1 (k^j ≤ T), elders and elders_full #{j : k^j ≤ 2T − 1}",
+        evaluates=[blue_levels, BlueTree.levels_at],
+        detail=f"z3 over 64-bit T; primitives: {', '.join(steps)}; " + "; ".join(done),
+    )
+
+
+def _declared_is_levels_at(m: BlueTree) -> None:
+    """``budget_terms`` at symbolic T, ε, Δ costs ε, and declares ``levels_at(T)`` nodes
+    (the same expression; 'levels' proves that count with z3)."""
+    ops = PiecewiseOps()
+    (term,) = m.budget_terms(ops, horizon=T_SYM, epsilon=eps, sensitivity=Delta)
+    check_identity(indicators_as_symbols(term.membership * Delta / term.scale), eps, "L·Δ/scale")
+    if sp.sympify(term.membership) != sp.sympify(m.levels_at(T_SYM, ops)):
+        raise ProofFailure(f"{m!r}: the declared membership is not levels_at(T)")
+
+
+BUDGET_ARITIES = (2, 3, 4, 5, 6, 7, 8, 13, 16, 19, 32)
+"""The arities of the symbolic budget (a subset of :data:`SMT_ARITIES`; each costs a sympy
+simplification of ~60 indicators)."""
+
+
+def _budget_arities() -> list[tuple[str, tuple[int, ...]]]:
+    return [(kind, tuple(k for k in BUDGET_ARITIES if k in ks)) for kind, ks in SMT_ARITIES.items()]
+
+
+def _budget() -> Outcome:
+    ops = CountZ3Ops()
+    T_ = ops.var("T")
+    for kind, arities in _budget_arities():
+        for k in arities:
+            usable, top = _usable(kind, k, ops, T_)
+            m = _build(k, kind, 5)
+            if kind == "elders_full" and k % 2 == 0:  # (k^j + 1)/2 is not an integer: the
+                _declared_is_levels_at(m)  # sympy form has rationals z3 is not given
+            else:
+                declared_budget_steps(m, k, T_, usable, top, f"levels of {kind}", ops)
+    for k, kind in DESIGNS:
+        for horizon in (1, 2, k, k * k - 1, 100, 4096):
+            mt = _build(k, kind, horizon)
+            (term,) = mt.budget_terms()
+            drawn = set(mt.nodes(horizon).scale_table)
+            if term.membership != mt.levels or drawn != {term.scale}:
+                raise ProofFailure(f"{mt!r}: declared {term}, the release draws {sorted(drawn)}")
+    return about_code(
+        "uniform budget, for every 1 ≤ T ≤ 2⁶² and k ∈ {2, …, 8, 13, 16, 19, 32} (elders: "
+        "the odd ones; other k not covered): the declaration "
+        "(levels_at(T) nodes of scale level_scale(Δ, uniform_split(ε, L))) costs exactly ε, and "
+        "its membership is the number of levels holding a released block",
+        evaluates=[
+            BlueTree.budget_terms,
+            BlueTree.levels_at,
+            blue_levels,
+            level_scale,
+            uniform_split,
+        ],
+        detail="budget_terms evaluated at symbolic T, ε, Δ (its level count a sum of "
+        "indicators): Σ membership·Δ/scale = ε by sympy with the indicators free; the "
+        "declared membership proven = the independent count of 'levels' by z3 for every "
+        "T ≤ 2⁶² (elders_full with an even k: the declared membership is the expression "
+        "levels_at(T), which 'levels' proves); that item 1 lies in a released block of each "
+        "of them and no item in two of one level: 'membership' (checked); the declared scale "
+        "is the one nodes() draws at T ∈ {1, 2, k, k² − 1, 100, 4096} for every design of "
+        "'membership'; arities: " + ", ".join(f"{kind} {ks}" for kind, ks in _budget_arities()),
         value="ε",
     )
 
@@ -452,6 +576,7 @@ def _prove(cls: type[Any], limit: int) -> list[ClaimResult]:
     name = label(cls)
     return [
         run_claim(name, "membership", lambda: _membership(limit)),
+        run_claim(name, "levels", _levels),
         run_claim(name, "budget", _budget),
         run_claim(name, "budget (level splits)", _splits),
         run_claim(name, "budget = instances", lambda: _instances(limit)),

@@ -64,9 +64,15 @@ def test_layout_definitions_agree_with_the_release() -> None:
             assert got == sorted(pb.node_multiset(k, kind, T).elements()), (k, kind, T)
 
 
+FEW_ARITIES = {"complete": (2,), "kary": (3,), "elders": (3,), "elders_full": (2,)}
+
+
 def test_symbolic_claims_and_their_labels(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pb, "CHILDREN", 4)
+    monkeypatch.setattr(pb, "SMT_ARITIES", FEW_ARITIES)
+    monkeypatch.setattr(pb, "DESIGNS", ((2, "complete"), (3, "elders")))
     for fn, kind in [
+        (pb._levels, PROVEN_CODE),
         (pb._budget, PROVEN_CODE),
         (pb._splits, PROVEN_CODE),
         (pb._upward, PROVEN_CODE),
@@ -78,6 +84,27 @@ def test_symbolic_claims_and_their_labels(monkeypatch: pytest.MonkeyPatch) -> No
         assert kind_of(out.status) == kind, (fn.__name__, out.status)
         if kind == PROVEN_CODE:
             assert out.evaluates and all(e.startswith("dpref.") for e in out.evaluates)
+
+
+def test_a_wrong_level_count_fails_levels_and_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpref.mechanisms.blue import hierarchy
+    from dpref.mechanisms.tree_arith import tree_levels
+
+    real = hierarchy.blue_levels
+
+    def floor_log(horizon: Any, k: int, kind: str, ops: Any = None) -> Any:
+        # ⌊log_k T⌋ + 1 for the complete layout: one level short when T is not a power of k
+        if kind == "complete":
+            return tree_levels(horizon, k, ops) if ops is not None else tree_levels(horizon, k)
+        return real(horizon, k, kind, ops) if ops is not None else real(horizon, k, kind)
+
+    monkeypatch.setattr(pb, "SMT_ARITIES", {"complete": (2,)})
+    monkeypatch.setattr(pb, "blue_levels", floor_log)
+    with pytest.raises(ProofFailure, match="blue_levels"):
+        pb._levels()
+    monkeypatch.setattr(blue_module, "blue_levels", floor_log)  # what levels_at calls
+    with pytest.raises(ProofFailure):
+        pb._budget()
 
 
 def _perturbed(field: str) -> Any:
@@ -172,4 +199,3 @@ def test_blue_theorem_at_the_verify_limit() -> None:
     kinds = {r.claim: r.kind for r in rows}
     assert kinds["budget"] == kinds["upward weights"] == kinds["consistency"] == PROVEN_CODE
     assert kinds["best linear unbiased"] == kinds["plans"] == CHECKED
-
