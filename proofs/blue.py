@@ -113,11 +113,11 @@ EPSILON = Fraction(7, 10)
 """ε of the exhaustive checks."""
 CHILDREN = 32
 """The decoder's node function is evaluated symbolically for every m = 1 … CHILDREN children."""
-PLAN_LIMIT = 24
+PLAN_LIMIT = 16
 """Every T up to this is checked on the exact plans (each design of :data:`DESIGNS`)."""
 GLS_LIMIT = 12
 """Every T up to this is compared with the dense GLS oracle (each design)."""
-GLS_EXTRA = ((2, "complete", 32), (3, "complete", 27), (3, "elders_full", 27), (4, "kary", 32))
+GLS_EXTRA = ((2, "complete", 32), (3, "elders_full", 27))
 """Single larger horizons of the GLS comparison: (k, layout, T)."""
 DESIGNS: tuple[tuple[int, str], ...] = (
     (2, "complete"),
