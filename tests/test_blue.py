@@ -140,7 +140,7 @@ def test_weights_mean_dp_matches_sum() -> None:
         ({"k": 1}, "k="),
         ({"k": 4, "layout": "elders"}, "k=4"),
         ({"layout": "dyadic"}, "layout="),
-        ({"budget": "mean"}, "budget="),
+        ({"budget": "max"}, "budget="),
         ({"budget": "1/2,1/2"}, "budget="),
         ({"noise": "discrete"}, "noise="),
     ],
@@ -227,3 +227,38 @@ def test_variance_upper_bounds_exact() -> None:
     upper = m.variance_upper()
     assert upper is not None
     assert all(Fraction(float(u)) >= v for u, v in zip(upper, m.variance_exact(), strict=True))
+
+
+def test_exact_mean_at_any_horizon_max_bounded() -> None:
+    """The mean costs O(k·H) Fractions whatever T; the max screens every t (T ≤ 2^20)."""
+    m = BlueTree(epsilon=1, horizon=2**40, k=13, layout="elders_full")
+    assert 5804 < m.objective("mean") < 5805
+    with pytest.raises(DprefError, match="horizon="):
+        m.objective("max")
+
+
+def test_fast_rows_equal_reference_rows() -> None:
+    """rows.py (distinct values per level) equals decode.row_weights (node by node)."""
+    from dpref.mechanisms.blue.decode import row_weights
+
+    m = BlueTree(epsilon=1, horizon=23, k=3, layout="elders_full", budget="1/3,1/6,1/6,1/3")
+    w, lay = m.weights(), m._layout(23)
+    dense = m.recombination(23).to_dense_exact()
+    for t in range(1, 24):
+        want = [Fraction(0)] * lay.size
+        for j, vals in enumerate(row_weights(w, t)):
+            for b, v in enumerate(vals):
+                if lay.canon[j][b] >= 0:
+                    want[int(lay.canon[j][b])] = v
+        assert dense[t - 1] == want
+
+
+def test_mean_budget_beats_uniform_and_sums_exactly() -> None:
+    m = BlueTree(epsilon=Fraction(3, 2), horizon=20, k=3, budget="mean")
+    u = BlueTree(epsilon=Fraction(3, 2), horizon=20, k=3)
+    assert sum(m.level_epsilons) == Fraction(3, 2) and m.budget == "mean"
+    assert m.objective("mean") < u.objective("mean")
+    assert m.plan(20).check(m.variance_exact(20)).passed
+    g = BlueTree(rho=Fraction(1, 2), horizon=20, k=2, budget="mean")
+    assert sum(g.level_budget_values()) == Fraction(1, 2)
+    assert g.objective("mean") < BlueTree(rho=Fraction(1, 2), horizon=20, k=2).objective("mean")
