@@ -184,7 +184,7 @@ def test_an_independent_implementation_reproduces_the_vectors() -> None:
 @pytest.mark.slow
 def test_dpref_golden_run_on_the_blue_vectors() -> None:
     run = run_golden(f"{TARGET}:blue", mechanism="blue")
-    assert run.ok and run.passed == run.vectors >= 48, run.text()
+    assert run.ok and run.passed == run.vectors >= 40, run.text()
     wrong = run_golden(f"{TARGET}:blue_ignores_budget", mechanism="blue", case="blue[T=27*")
     assert not wrong.ok
     assert (
