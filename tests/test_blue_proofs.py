@@ -64,7 +64,7 @@ def test_layout_definitions_agree_with_the_release() -> None:
             assert got == sorted(pb.node_multiset(k, kind, T).elements()), (k, kind, T)
 
 
-FEW_ARITIES = {"complete": (2,), "kary": (3,), "elders": (3,), "elders_full": (2,)}
+FEW_ARITIES = {"complete": (2,), "elders_full": (3,)}
 
 
 def test_symbolic_claims_and_their_labels(monkeypatch: pytest.MonkeyPatch) -> None:
