@@ -206,6 +206,8 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.core",
         "proofs.smt",
         "proofs.decayed_code",
+        "proofs.blue",
+        "proofs.blue_gls",
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",
