@@ -17,13 +17,16 @@ from dpref.mechanisms.base import (
     OnlineCounter,
     register_mechanism,
 )
-from dpref.mechanisms.blue import BlueTree
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 from dpref.mechanisms.elders import Elders
 from dpref.mechanisms.factorization import BLT, SqrtFactorization
 from dpref.mechanisms.smooth import SmoothBinary
 from dpref.mechanisms.trees import Honaker, KaryTree
+
+# isort: split
+# BlueTree imports Elders and the trees: imported last, so the registry keeps its order.
+from dpref.mechanisms.blue import BlueTree
 
 __all__ = [
     "BLT",
