@@ -68,7 +68,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sympy as sp
@@ -78,7 +78,7 @@ from dpref.mechanisms import Elders, KaryTree
 from dpref.mechanisms.base import MAX_HORIZON
 from dpref.mechanisms.blue import BlueTree
 from dpref.mechanisms.blue import decode as blue_decode
-from dpref.mechanisms.blue.hierarchy import blue_levels
+from dpref.mechanisms.blue.hierarchy import LayoutKind, blue_levels
 from dpref.mechanisms.tree_arith import level_scale, uniform_split
 from proofs.blue_gls import gls_decoder
 from proofs.core import (
@@ -167,7 +167,7 @@ def node_multiset(k: int, kind: str, T: int) -> Counter[tuple[int, int]]:
 
 
 def _build(k: int, kind: str, T: int, **kw: Any) -> BlueTree:
-    return BlueTree(epsilon=EPSILON, horizon=T, k=k, layout=kind, **kw)
+    return BlueTree(epsilon=EPSILON, horizon=T, k=k, layout=cast(LayoutKind, kind), **kw)
 
 
 def _split(levels: int) -> str:

@@ -62,7 +62,13 @@ from dpref.mechanisms.blue.decode import (
     float_weights,
     variance_at,
 )
-from dpref.mechanisms.blue.hierarchy import LAYOUT_KINDS, Layout, blue_levels, layout
+from dpref.mechanisms.blue.hierarchy import (
+    LAYOUT_KINDS,
+    Layout,
+    LayoutKind,
+    blue_levels,
+    layout,
+)
 from dpref.mechanisms.blue.online import KeyedOnline, keyed_noise
 from dpref.mechanisms.blue.rows import recombination_exact
 from dpref.mechanisms.blue.variance import objective_exact, variance_floats
@@ -74,6 +80,7 @@ from dpref.mechanisms.tree_budgets import (
 )
 from dpref.noise import NoiseKind, make_rng
 from dpref.plan import ExactSparse
+from dpref.types import Budget, BudgetSplit, Count, Horizon
 from dpref.validation import ceil_float, check_choice, check_int_range, fmt
 
 __all__ = ["BLUE_PLAN_STEPS", "MAX_BLUE_K", "BlueTree"]
@@ -137,12 +144,12 @@ class BlueTree(Mechanism):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any,
-        k: Any = 2,
-        layout: Any = "complete",
-        budget: Any = "uniform",
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon,
+        k: Count = 2,
+        layout: LayoutKind = "complete",
+        budget: BudgetSplit = "uniform",
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -42,10 +42,13 @@ from dpref.mechanisms.base import EXACT, MAX_HORIZON
 from dpref.mechanisms.elders import block_first_use, elders_levels
 from dpref.mechanisms.tree_arith import ARRAY, op_ite, op_le, tree_levels
 
-__all__ = ["LAYOUT_KINDS", "Layout", "blue_levels", "height", "layout"]
+__all__ = ["LAYOUT_KINDS", "Layout", "LayoutKind", "blue_levels", "height", "layout"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+LayoutKind = Literal["complete", "kary", "elders", "elders_full"]
+"""The layouts: which aligned blocks a :class:`~dpref.BlueTree` releases."""
 
 LAYOUT_KINDS = ("complete", "kary", "elders", "elders_full")
 """The node sets a BLUE tree can observe."""
