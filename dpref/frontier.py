@@ -27,6 +27,8 @@ as skipped with the reason.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -364,11 +366,100 @@ def variance_summary_upper(m: Mechanism, horizon: int) -> tuple[Fraction, Fracti
         raise ParameterError(f"variance_upper: shape {vals.shape} ≠ ({horizon},) or not finite")
     # math.fsum is correctly rounded; the exact sum of the floats is bounded by it plus one
     # ulp of the sum, so the mean is rounded up
-    import math
-
     total = Fraction(math.fsum(vals.tolist()))
     total += Fraction(math.ulp(float(total)))
     return total / horizon, Fraction(float(vals.max()))
+
+
+def variance_bounds_summary(
+    m: Mechanism, horizon: int
+) -> tuple[Fraction, Fraction, Fraction, Fraction] | None:
+    """Rigorous ``(mean_lo, mean_hi, max_lo, max_hi)`` of ``Var(out_t)`` over t ≤ T from
+    the class's float enclosure ``variance_bounds(T) -> (lo, hi)`` (every exact variance in
+    ``[lo_t, hi_t]``), for a class that also has an exact ``objective("mean"|"max")``; None
+    otherwise.  The frontier ranks such rows by these bounds and asks for the exact
+    objective only of the rows it shows (:func:`frontier`)."""
+    bounds = getattr(m, "variance_bounds", None)
+    if not callable(bounds) or not callable(getattr(m, "objective", None)):
+        return None
+    got = bounds(horizon)
+    if got is None:
+        return None
+    lo, hi = (np.asarray(a, dtype=np.float64) for a in got)
+    if lo.shape != (horizon,) or hi.shape != (horizon,):
+        raise ParameterError(f"variance_bounds: shapes {lo.shape}, {hi.shape} ≠ ({horizon},)")
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
+        raise ParameterError("variance_bounds: not finite, or a lower bound above its upper")
+    # math.fsum is correctly rounded (within half an ulp of the exact sum of the floats)
+    low, high = Fraction(math.fsum(lo.tolist())), Fraction(math.fsum(hi.tolist()))
+    low -= Fraction(math.ulp(float(low)))
+    high += Fraction(math.ulp(float(high)))
+    return low / horizon, high / horizon, Fraction(float(lo.max())), Fraction(float(hi.max()))
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A row known so far by rigorous bounds on its mean and max (already × Δ² below);
+    :meth:`resolve` computes the exact values through the class's ``objective``."""
+
+    row: FrontierRow
+    m: Mechanism
+    scale: Fraction
+    mean_lo: Fraction
+    mean_hi: Fraction
+    max_lo: Fraction
+    max_hi: Fraction
+
+    def interval(self, objective: str) -> tuple[Fraction, Fraction]:
+        """The bounds on the objective's statistic, × Δ²."""
+        lo, hi = (self.max_lo, self.max_hi) if objective == "max" else (self.mean_lo, self.mean_hi)
+        return lo * self.scale, hi * self.scale
+
+    def resolve(self) -> FrontierRow:
+        """The row with its exact mean and max (checked to lie within the bounds)."""
+        objective = self.m.objective  # type: ignore[attr-defined]
+        mean, top = Fraction(objective("mean")), Fraction(objective("max"))
+        if not (self.mean_lo <= mean <= self.mean_hi and self.max_lo <= top <= self.max_hi):
+            raise DprefError(
+                f"{self.row.label}: exact objective (mean {float(mean)}, max {float(top)}) "
+                f"outside its float bounds (mean [{float(self.mean_lo)}, "
+                f"{float(self.mean_hi)}], max [{float(self.max_lo)}, {float(self.max_hi)}])"
+            )
+        return replace(self.row, mean=mean * self.scale, max=top * self.scale)
+
+    def bounded(self) -> FrontierRow:
+        """The row with its upper bounds, marked ``≤`` (never shown: see :func:`_resolve`)."""
+        return replace(
+            self.row, mean=self.mean_hi * self.scale, max=self.max_hi * self.scale, upper=True
+        )
+
+
+def _resolve(
+    rows: list[FrontierRow | _Pending], objective: str, shown: int
+) -> tuple[list[FrontierRow], list[FrontierRow]]:
+    """Exact values for every pending row that could be among the ``shown`` best: a pending
+    row stays unresolved only when ``shown`` rows are certainly better (their objective's
+    upper end below its lower end).  Returns the resolved rows and the unresolved ones
+    (with their upper bounds, marked ``≤``)."""
+
+    def interval(r: FrontierRow | _Pending) -> tuple[Fraction, Fraction]:
+        if isinstance(r, _Pending):
+            return r.interval(objective)
+        assert r.mean is not None and r.max is not None
+        value = r.max if objective == "max" else r.mean
+        return value, value
+
+    while True:
+        pending = [r for r in rows if isinstance(r, _Pending)]
+        his = sorted(interval(r)[1] for r in rows)
+        todo = [p for p in pending if bisect.bisect_left(his, interval(p)[0]) < shown]
+        if not todo:
+            break
+        todo.sort(key=lambda p: interval(p)[0])
+        first = todo[0]  # resolve the most promising, then look again
+        rows = [first.resolve() if r is first else r for r in rows]
+    done = [r for r in rows if isinstance(r, FrontierRow)]
+    return done, [r.bounded() for r in rows if isinstance(r, _Pending)]
 
 
 def _summary_from_counts(
@@ -405,10 +496,11 @@ def _evaluate(
     horizon: int,
     budget: dict[str, Any],
     sensitivity: Fraction = Fraction(1),
-) -> FrontierRow | None:
-    """One row; None when this parameterisation is not a counter (e.g. a window sum).
-    ``budget`` is ``{"epsilon": ε}`` or ``{"rho": ρ}``; the variances are those of items of
-    sensitivity Δ (``sensitivity``): Δ² times those of bits (noise scales are ∝ Δ)."""
+) -> FrontierRow | _Pending | None:
+    """One row, or a :class:`_Pending` row (float bounds now, exact values on demand); None
+    when this parameterisation is not a counter (e.g. a window sum).  ``budget`` is
+    ``{"epsilon": ε}`` or ``{"rho": ρ}``; the variances are those of items of sensitivity
+    Δ (``sensitivity``): Δ² times those of bits (noise scales are ∝ Δ)."""
     label = _label(cls, params)
     upper = False
     try:
@@ -416,17 +508,28 @@ def _evaluate(
         if m.decay() != prefix_decay():
             return None
         label = _label(cls, {**params, **m.extra_params()})
+        memory = online_memory(m, horizon)
+        how = (cls, params, horizon, budget, sensitivity)
+        bounds = variance_bounds_summary(m, horizon)
+        if bounds is not None:
+            row = FrontierRow(
+                cls.name,
+                params,
+                label,
+                memory=memory,
+                constructor=constructor(*how),
+                command=release_command(*how),
+            )
+            return _Pending(row, m, sensitivity**2, *bounds)
         try:
             mean, top = variance_summary(m, horizon)
         except HorizonError:
-            bounds = variance_summary_upper(m, horizon)
-            if bounds is None:
+            upper_bounds = variance_summary_upper(m, horizon)
+            if upper_bounds is None:
                 raise
-            (mean, top), upper = bounds, True
-        memory = online_memory(m, horizon)
+            (mean, top), upper = upper_bounds, True
     except (DprefError, MemoryError) as exc:
         return FrontierRow(cls.name, params, label, skipped=str(exc).split("\n")[0])
-    how = (cls, params, horizon, budget, sensitivity)
     scale = sensitivity**2
     return FrontierRow(
         cls.name,
@@ -439,6 +542,18 @@ def _evaluate(
         constructor=constructor(*how),
         command=release_command(*how),
     )
+
+
+def _evaluate_exact(
+    cls: type[Mechanism],
+    params: dict[str, Any],
+    horizon: int,
+    budget: dict[str, Any],
+    sensitivity: Fraction = Fraction(1),
+) -> FrontierRow | None:
+    """:func:`_evaluate` with a pending row resolved to its exact values."""
+    row = _evaluate(cls, params, horizon, budget, sensitivity)
+    return row.resolve() if isinstance(row, _Pending) else row
 
 
 def frontier(
@@ -501,7 +616,7 @@ def frontier(
                 f"mechanisms={fmt(unknown)}: not registered counting mechanisms {sorted(names)}"
             )
         classes = [c for c in classes if c.name in set(mechanisms)]
-    rows: list[FrontierRow] = []
+    rows: list[FrontierRow | _Pending] = []
     for cls in classes:
         try:
             variants = cls.frontier_variants(T)
@@ -512,14 +627,18 @@ def frontier(
             row = _evaluate(cls, params, T, budget, delta)
             if row is not None:
                 rows.append(row)
-    done = [r for r in rows if r.skipped is None]
-    skipped = [r for r in rows if r.skipped is not None]
+    skipped = [r for r in rows if isinstance(r, FrontierRow) and r.skipped is not None]
+    evaluated = [r for r in rows if isinstance(r, _Pending) or r.skipped is None]
+    shown = len(evaluated) if top is None else top
+    done, rest = _resolve(evaluated, objective, shown)
 
     def key(r: FrontierRow) -> tuple[Fraction, Fraction]:
         assert r.mean is not None and r.max is not None
         return (r.max, r.mean) if objective == "max" else (r.mean, r.max)
 
     done.sort(key=key)
+    rest.sort(key=key)  # upper bounds of rows certainly behind the shown ones (see _resolve)
+    done += rest
     if done:
         done[0] = replace(done[0], best=True)
     if r is not None:
@@ -631,7 +750,7 @@ def plot(
             if h == T:  # the table's own number
                 row: FrontierRow | None = r
             else:
-                row = _evaluate(MECHANISMS[r.mechanism], r.params, h, _budget(report), delta)
+                row = _evaluate_exact(MECHANISMS[r.mechanism], r.params, h, _budget(report), delta)
             value = None if row is None else (row.max if report.objective == "max" else row.mean)
             if value is not None:
                 xs.append(h)
