@@ -17,6 +17,7 @@ from dpref.mechanisms.base import (
     OnlineCounter,
     register_mechanism,
 )
+from dpref.mechanisms.blue import BlueTree
 from dpref.mechanisms.counting import Binary, Hybrid, SimpleI, SimpleII, TwoLevel
 from dpref.mechanisms.decayed import AllWindowSum, ExponentialSum, PolynomialSum, WindowSum
 from dpref.mechanisms.elders import Elders
@@ -30,6 +31,7 @@ __all__ = [
     "MECHANISMS",
     "AllWindowSum",
     "Binary",
+    "BlueTree",
     "BudgetTerm",
     "Elders",
     "ExactOps",
