@@ -42,6 +42,7 @@ from dpref.frontier_rows import (
     LaplaceLowerBound,
     check_sensitivity,
     constructor,
+    deferred_bounds,
     laplace_lower_bound,
     online_memory,
     release_command,
@@ -59,6 +60,7 @@ from dpref.validation import check_choice, check_epsilon, check_int_range, check
 
 __all__ = [
     "EXACT_LIST_LIMIT",
+    "EXACT_MAX_LIMIT",
     "MAX_FRONTIER_HORIZON",
     "OBJECTIVES",
     "FrontierReport",
@@ -75,6 +77,11 @@ OBJECTIVES = ("max", "mean")
 MAX_FRONTIER_HORIZON = 2**24
 """Largest T accepted: the vectorised closed forms hold a few int64 arrays of T entries
 per variant (at 2^24, about 0.5 GiB at the peak)."""
+EXACT_MAX_LIMIT = 2**12
+"""Largest T at which every row of a class whose maximum is computed on demand
+(:func:`~dpref.frontier_rows.deferred_bounds`) gets its exact maximum; above, only the rows
+that could be shown (``top``; without it, the best) do, and the others print a rigorous
+lower bound (``≥``, the exact variance at one step) beside their exact mean."""
 EXACT_LIST_LIMIT = 2**14
 """Largest T at which a mechanism without :meth:`Mechanism.variance_counts` is evaluated
 through its per-step list of exact Fractions (Θ(T) Python objects); beyond, skipped."""
@@ -104,6 +111,10 @@ class FrontierRow:
     upper: bool = False
     """Whether mean and max are rigorous upper bounds (from floats rounded up) rather than
     exact values."""
+    lower: bool = False
+    """Whether max is a rigorous lower bound (the exact variance at one step) rather than
+    the exact maximum, which was not computed: a row certainly behind the best
+    (:data:`EXACT_MAX_LIMIT`); the mean is exact."""
     constructor: str = ""
     """A Python expression that builds the mechanism: evaluated after ``from dpref import *;
     from fractions import Fraction``, its exact ``variance()`` gives the row's numbers."""
@@ -119,8 +130,11 @@ class FrontierRow:
             "mean_variance": None if self.mean is None else float(self.mean),
             "max_variance": None if self.max is None else float(self.max),
             "mean_variance_exact": None if self.mean is None or self.upper else str(self.mean),
-            "max_variance_exact": None if self.max is None or self.upper else str(self.max),
+            "max_variance_exact": (
+                None if self.max is None or self.upper or self.lower else str(self.max)
+            ),
             "variance_is_upper_bound": self.upper,
+            "max_variance_is_lower_bound": self.lower,
             "online_memory": self.memory,
             "online_memory_unit": "floats",
             "constructor": self.constructor or None,
@@ -216,6 +230,8 @@ class FrontierReport(HtmlSummary):
             mem = "n/a" if r.memory is None else str(r.memory)
             le = "≤" if r.upper else ""
             mean, top = f"{le}{_up1(r.mean, r.upper)}", f"{le}{_up1(r.max, r.upper)}"
+            if r.lower:
+                top = f"≥{_down1(r.max)}"
             lines.append(f"{mark}{r.label:<{w}}{mean:>17}{top:>17}{mem:>9}")
             if r.constructor:
                 lines.append(f"    build: {r.constructor}; run: {r.command}")
@@ -274,8 +290,10 @@ class FrontierReport(HtmlSummary):
                 continue
             le = "≤" if r.upper else ""
             mem = "n/a" if r.memory is None else str(r.memory)
-            mean, top = _up1(r.mean, r.upper), _up1(r.max, r.upper)
-            rows.append(["*" if r.best else "", r.label, le + mean, le + top, mem])
+            mean, top = le + _up1(r.mean, r.upper), le + _up1(r.max, r.upper)
+            if r.lower:
+                top = "≥" + _down1(r.max)
+            rows.append(["*" if r.best else "", r.label, mean, top, mem])
         first, *rest = self.table().splitlines()
         notes = [line for line in rest if line.startswith(("lower bound:", "error bound", "  …"))]
         rows.extend([["", n.strip(), "", "", ""] for n in notes])
@@ -288,6 +306,12 @@ class FrontierReport(HtmlSummary):
         n = check_int_range("top", n, 1, None)
         kept = tuple(r for r in self.rows if r.skipped is None)[:n]
         return replace(self, rows=kept, omitted=self.omitted + len(self.rows) - len(kept))
+
+
+def _down1(value: Fraction) -> str:
+    """A lower bound to one decimal, rounded down."""
+    tenths = (value.numerator * 10) // value.denominator
+    return f"{tenths // 10}.{tenths % 10}"
 
 
 def _up1(value: Fraction, upper: bool) -> str:
@@ -371,66 +395,39 @@ def variance_summary_upper(m: Mechanism, horizon: int) -> tuple[Fraction, Fracti
     return total / horizon, Fraction(float(vals.max()))
 
 
-def variance_bounds_summary(
-    m: Mechanism, horizon: int
-) -> tuple[Fraction, Fraction, Fraction, Fraction] | None:
-    """Rigorous ``(mean_lo, mean_hi, max_lo, max_hi)`` of ``Var(out_t)`` over t ≤ T from
-    the class's float enclosure ``variance_bounds(T) -> (lo, hi)`` (every exact variance in
-    ``[lo_t, hi_t]``), for a class that also has an exact ``objective("mean"|"max")``; None
-    otherwise.  The frontier ranks such rows by these bounds and asks for the exact
-    objective only of the rows it shows (:func:`frontier`)."""
-    bounds = getattr(m, "variance_bounds", None)
-    if not callable(bounds) or not callable(getattr(m, "objective", None)):
-        return None
-    got = bounds(horizon)
-    if got is None:
-        return None
-    lo, hi = (np.asarray(a, dtype=np.float64) for a in got)
-    if lo.shape != (horizon,) or hi.shape != (horizon,):
-        raise ParameterError(f"variance_bounds: shapes {lo.shape}, {hi.shape} ≠ ({horizon},)")
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
-        raise ParameterError("variance_bounds: not finite, or a lower bound above its upper")
-    # math.fsum is correctly rounded (within half an ulp of the exact sum of the floats)
-    low, high = Fraction(math.fsum(lo.tolist())), Fraction(math.fsum(hi.tolist()))
-    low -= Fraction(math.ulp(float(low)))
-    high += Fraction(math.ulp(float(high)))
-    return low / horizon, high / horizon, Fraction(float(lo.max())), Fraction(float(hi.max()))
-
-
 @dataclass(frozen=True)
 class _Pending:
-    """A row known so far by rigorous bounds on its mean and max (already × Δ² below);
-    :meth:`resolve` computes the exact values through the class's ``objective``."""
+    """A row known so far by its exact mean and a lower bound on its maximum
+    (:func:`~dpref.frontier_rows.deferred_bounds`); :meth:`resolve` computes the exact
+    maximum through the class's ``objective("max")``."""
 
     row: FrontierRow
     m: Mechanism
     scale: Fraction
-    mean_lo: Fraction
-    mean_hi: Fraction
-    max_lo: Fraction
-    max_hi: Fraction
+    """Δ²."""
+    mean: Fraction
+    max_lower: Fraction
 
-    def interval(self, objective: str) -> tuple[Fraction, Fraction]:
-        """The bounds on the objective's statistic, × Δ²."""
-        lo, hi = (self.max_lo, self.max_hi) if objective == "max" else (self.mean_lo, self.mean_hi)
-        return lo * self.scale, hi * self.scale
+    def interval(self, objective: str) -> tuple[Fraction, Fraction | None]:
+        """Bounds on the objective's statistic, × Δ² (None: no upper bound yet)."""
+        if objective == "mean":
+            return self.mean * self.scale, self.mean * self.scale
+        return self.max_lower * self.scale, None
 
     def resolve(self) -> FrontierRow:
-        """The row with its exact mean and max (checked to lie within the bounds)."""
-        objective = self.m.objective  # type: ignore[attr-defined]
-        mean, top = Fraction(objective("mean")), Fraction(objective("max"))
-        if not (self.mean_lo <= mean <= self.mean_hi and self.max_lo <= top <= self.max_hi):
+        """The row with its exact mean and max (the max checked against its lower bound)."""
+        top = Fraction(self.m.objective("max"))  # type: ignore[attr-defined]
+        if top < self.max_lower:
             raise DprefError(
-                f"{self.row.label}: exact objective (mean {float(mean)}, max {float(top)}) "
-                f"outside its float bounds (mean [{float(self.mean_lo)}, "
-                f"{float(self.mean_hi)}], max [{float(self.max_lo)}, {float(self.max_hi)}])"
+                f"{self.row.label}: exact max {float(top)} below the exact variance "
+                f"{float(self.max_lower)} of one step"
             )
-        return replace(self.row, mean=mean * self.scale, max=top * self.scale)
+        return replace(self.row, mean=self.mean * self.scale, max=top * self.scale)
 
     def bounded(self) -> FrontierRow:
-        """The row with its upper bounds, marked ``≤`` (never shown: see :func:`_resolve`)."""
+        """The row with its exact mean and the lower bound on its max, marked ``≥``."""
         return replace(
-            self.row, mean=self.mean_hi * self.scale, max=self.max_hi * self.scale, upper=True
+            self.row, mean=self.mean * self.scale, max=self.max_lower * self.scale, lower=True
         )
 
 
@@ -438,11 +435,11 @@ def _resolve(
     rows: list[FrontierRow | _Pending], objective: str, shown: int
 ) -> tuple[list[FrontierRow], list[FrontierRow]]:
     """Exact values for every pending row that could be among the ``shown`` best: a pending
-    row stays unresolved only when ``shown`` rows are certainly better (their objective's
-    upper end below its lower end).  Returns the resolved rows and the unresolved ones
-    (with their upper bounds, marked ``≤``)."""
+    row stays unresolved only when ``shown`` rows are certainly better (their exact
+    objective below its lower bound).  Returns the resolved rows and the unresolved ones
+    (exact mean, the lower bound on the max, marked ``≥``)."""
 
-    def interval(r: FrontierRow | _Pending) -> tuple[Fraction, Fraction]:
+    def interval(r: FrontierRow | _Pending) -> tuple[Fraction, Fraction | None]:
         if isinstance(r, _Pending):
             return r.interval(objective)
         assert r.mean is not None and r.max is not None
@@ -451,12 +448,11 @@ def _resolve(
 
     while True:
         pending = [r for r in rows if isinstance(r, _Pending)]
-        his = sorted(interval(r)[1] for r in rows)
+        his = sorted(h for h in (interval(r)[1] for r in rows) if h is not None)
         todo = [p for p in pending if bisect.bisect_left(his, interval(p)[0]) < shown]
         if not todo:
             break
-        todo.sort(key=lambda p: interval(p)[0])
-        first = todo[0]  # resolve the most promising, then look again
+        first = min(todo, key=lambda p: interval(p)[0])  # the most promising, then again
         rows = [first.resolve() if r is first else r for r in rows]
     done = [r for r in rows if isinstance(r, FrontierRow)]
     return done, [r.bounded() for r in rows if isinstance(r, _Pending)]
@@ -510,8 +506,8 @@ def _evaluate(
         label = _label(cls, {**params, **m.extra_params()})
         memory = online_memory(m, horizon)
         how = (cls, params, horizon, budget, sensitivity)
-        bounds = variance_bounds_summary(m, horizon)
-        if bounds is not None:
+        deferred = deferred_bounds(m, horizon)
+        if deferred is not None:
             row = FrontierRow(
                 cls.name,
                 params,
@@ -520,7 +516,7 @@ def _evaluate(
                 constructor=constructor(*how),
                 command=release_command(*how),
             )
-            return _Pending(row, m, sensitivity**2, *bounds)
+            return _Pending(row, m, sensitivity**2, deferred.mean, deferred.max_lower)
         try:
             mean, top = variance_summary(m, horizon)
         except HorizonError:
@@ -629,7 +625,7 @@ def frontier(
                 rows.append(row)
     skipped = [r for r in rows if isinstance(r, FrontierRow) and r.skipped is not None]
     evaluated = [r for r in rows if isinstance(r, _Pending) or r.skipped is None]
-    shown = len(evaluated) if top is None else top
+    shown = top if top is not None else len(evaluated) if T <= EXACT_MAX_LIMIT else 1
     done, rest = _resolve(evaluated, objective, shown)
 
     def key(r: FrontierRow) -> tuple[Fraction, Fraction]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from dpref.reproduce.common import Context, Outcome, save_figure, write_csv
 
-__all__ = ["run"]
+__all__ = ["BLUE_HEADER", "blue_table", "blue_table_markdown", "run"]
 
 EPSILON = Fraction(1)
 RHO = Fraction(1, 2)
@@ -36,6 +36,91 @@ QUICK = {
     "zcdp": [2**k for k in range(4, 6)],
     "curve_T": {"pure": 2**5, "zcdp": 2**5},
 }
+
+
+PUBLISHED = {
+    "Binary": "binary[budget=uniform]",
+    "Honaker": "honaker[budget=uniform]",
+}
+"""Published decoders by their row label (Dwork et al. 2010 / Chan et al. 2011; Honaker
+2015); Elders (Andersson et al. 2025) is its best k."""
+BLUE_HEADER = (
+    "T",
+    "best BLUE design",
+    "mean",
+    "max",
+    "best published",
+    "mean",
+    "max",
+    "Elders (best k)",
+    "Honaker",
+    "Binary",
+    "lower bound",
+)
+"""Columns of :func:`blue_table_markdown`; the four last are max Var."""
+
+
+def blue_table(horizons: list[int], epsilon: Fraction = EPSILON) -> list[tuple[Any, ...]]:
+    """Per T: the best BLUE design by the maximum (label, exact mean and max), the best
+    non-BLUE row, Elders' best k, Honaker's and Binary's maximum, and the variance lower
+    bound of every linear Laplace counter — each from :func:`dpref.frontier.frontier`."""
+    from dpref.frontier import counting_mechanisms, frontier
+
+    names = [c.name for c in counting_mechanisms() if "pure" in c.frontier_privacy]
+    others = [n for n in names if n != "blue"]
+    out: list[tuple[Any, ...]] = []
+    for T in horizons:
+        blue = frontier(T, epsilon, mechanisms=["blue"], top=1).best
+        rest = frontier(T, epsilon, mechanisms=others)
+        best = rest.best
+        assert blue is not None and best is not None
+        by_label = {r.label: r for r in rest.rows if r.skipped is None}
+        elders = next(r for r in rest.rows if r.mechanism == "elders" and r.skipped is None)
+        cells = [by_label[label] for label in PUBLISHED.values()]
+        out.append(
+            (
+                T,
+                blue.label,
+                blue.mean,
+                blue.max,
+                best.label,
+                best.mean,
+                best.max,
+                (elders.label, elders.max),
+                cells[0].max,
+                cells[1].max,
+                rest.bound.value,
+            )
+        )
+    return out
+
+
+def blue_table_markdown(rows: list[tuple[Any, ...]]) -> str:
+    """:func:`blue_table` as a Markdown table (variances to one decimal; T as 2^p)."""
+
+    def f(v: Any) -> str:
+        return f"{float(v):.1f}"
+
+    lines = [
+        "| " + " | ".join(BLUE_HEADER) + " |",
+        "|" + "---|" * len(BLUE_HEADER),
+    ]
+    for T, bl, bmean, bmax, pl, pmean, pmax, (el, emax), hon, binary, bound in rows:
+        cells = [
+            f"2^{_exp(T)}",
+            f"`{bl}`",
+            f(bmean),
+            f"**{f(bmax)}**",
+            f"`{pl}`",
+            f(pmean),
+            f(pmax),
+            f"{f(emax)} (k = {el.split('k=')[1].rstrip(']')})",
+            f(hon),
+            f(binary),
+            f"{float(bound):.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _budget(privacy: str) -> dict[str, Fraction]:
