@@ -506,7 +506,7 @@ def _evaluate(
         label = _label(cls, {**params, **m.extra_params()})
         memory = online_memory(m, horizon)
         how = (cls, params, horizon, budget, sensitivity)
-        deferred = deferred_bounds(m, horizon)
+        deferred = deferred_bounds(m, horizon, ascent=horizon > EXACT_MAX_LIMIT)
         if deferred is not None:
             row = FrontierRow(
                 cls.name,
@@ -561,6 +561,7 @@ def frontier(
     rho: Any = None,
     sensitivity: Any = 1,
     top: Any = None,
+    exact: bool = False,
 ) -> FrontierReport:
     """The exact frontier at T = ``horizon`` and ε = ``epsilon`` (pure DP, Laplace noise) or
     ρ = ``rho`` (zCDP, Gaussian noise) — see the module docstring.
@@ -582,6 +583,10 @@ def frontier(
         and bound scales by Δ² (the error bound by Δ).
     top
         Keep only the ``top`` best evaluated rows (default: every row, skipped ones last).
+    exact
+        Compute every row's exact maximum, also above :data:`EXACT_MAX_LIMIT` (default:
+        there, only the rows that could be shown — the ``top``, else the best — and the
+        others print a lower bound, ``≥``).
     """
     T = check_int_range("horizon", horizon, 1, MAX_FRONTIER_HORIZON)
     delta = check_sensitivity(sensitivity)
@@ -625,7 +630,7 @@ def frontier(
                 rows.append(row)
     skipped = [r for r in rows if isinstance(r, FrontierRow) and r.skipped is not None]
     evaluated = [r for r in rows if isinstance(r, _Pending) or r.skipped is None]
-    shown = top if top is not None else len(evaluated) if T <= EXACT_MAX_LIMIT else 1
+    shown = len(evaluated) if exact or (top is None and T <= EXACT_MAX_LIMIT) else top or 1
     done, rest = _resolve(evaluated, objective, shown)
 
     def key(r: FrontierRow) -> tuple[Fraction, Fraction]:

@@ -253,10 +253,11 @@ class DeferredBounds:
     """``Var(out_t)`` at the t of a digit-wise ascent: ``≤`` the maximum."""
 
 
-def deferred_bounds(m: Mechanism, horizon: int) -> DeferredBounds | None:
+def deferred_bounds(m: Mechanism, horizon: int, ascent: bool = True) -> DeferredBounds | None:
     """For a class with an exact ``objective("mean"|"max")`` and no vectorised
     :meth:`~Mechanism.variance_counts`: the exact mean (cheap) and a lower bound on the
-    maximum (:func:`point_variance` at the t of a digit-wise ascent, base ``m.k``).  None
+    maximum (:func:`point_variance` at the t of a digit-wise ascent, base ``m.k``; with
+    ``ascent=False`` the mean, for callers that compute every maximum anyway).  None
     for every other class.  The frontier ranks these rows by them and computes the exact
     maximum (``objective("max")``, the costly part at large T) only for the rows it shows."""
     objective = getattr(m, "objective", None)
@@ -266,5 +267,7 @@ def deferred_bounds(m: Mechanism, horizon: int) -> DeferredBounds | None:
     if point is None:
         return None
     mean = Fraction(objective("mean"))
+    if not ascent:
+        return DeferredBounds(mean=mean, max_lower=mean)
     k = int(getattr(m, "k", 2))
     return DeferredBounds(mean=mean, max_lower=max(mean, _ascent(point, horizon, k)))

@@ -30,17 +30,19 @@ FULL = {
     "pure": [2**k for k in range(4, 17, 2)],
     "zcdp": [2**k for k in (4, 6, 8, 14, 16)],
     "curve_T": {"pure": 2**10, "zcdp": 2**8},
+    "blue": [2**k for k in range(4, 21, 2)],
 }
 QUICK = {
     "pure": [2**k for k in range(4, 7)],
     "zcdp": [2**k for k in range(4, 6)],
     "curve_T": {"pure": 2**5, "zcdp": 2**5},
+    "blue": [2**4, 2**6],
 }
 
 
 PUBLISHED = {
-    "Binary": "binary[budget=uniform]",
     "Honaker": "honaker[budget=uniform]",
+    "Binary": "binary[budget=uniform]",
 }
 """Published decoders by their row label (Dwork et al. 2010 / Chan et al. 2011; Honaker
 2015); Elders (Andersson et al. 2025) is its best k."""
@@ -76,7 +78,7 @@ def blue_table(horizons: list[int], epsilon: Fraction = EPSILON) -> list[tuple[A
         assert blue is not None and best is not None
         by_label = {r.label: r for r in rest.rows if r.skipped is None}
         elders = next(r for r in rest.rows if r.mechanism == "elders" and r.skipped is None)
-        cells = [by_label[label] for label in PUBLISHED.values()]
+        cells = {name: by_label[label] for name, label in PUBLISHED.items()}
         out.append(
             (
                 T,
@@ -87,8 +89,8 @@ def blue_table(horizons: list[int], epsilon: Fraction = EPSILON) -> list[tuple[A
                 best.mean,
                 best.max,
                 (elders.label, elders.max),
-                cells[0].max,
-                cells[1].max,
+                cells["Honaker"].max,
+                cells["Binary"].max,
                 rest.bound.value,
             )
         )
@@ -138,6 +140,7 @@ def run(ctx: Context) -> Outcome:
             "rho": str(RHO),
             "horizons": {"pure": p["pure"], "zcdp": p["zcdp"]},
             "per_t_horizon": p["curve_T"],
+            "blue_table_horizons": p["blue"],
             "objective": "max",
         }
     )
@@ -150,7 +153,7 @@ def run(ctx: Context) -> Outcome:
     for privacy in ("pure", "zcdp"):
         budget = _budget(privacy)
         for T in p[privacy]:
-            report = frontier(T, objective="max", **budget)
+            report = frontier(T, objective="max", exact=True, **budget)
             per_mech: dict[str, float] = {}
             for r in report.rows:
                 if r.skipped is not None:
@@ -204,6 +207,28 @@ def run(ctx: Context) -> Outcome:
         out,
     )
     write_csv(ctx, "lower_bounds.csv", ("privacy", "T", "variance_lower_bound"), bounds, out)
+    table = blue_table(p["blue"])
+    write_csv(
+        ctx,
+        "blue.csv",
+        ("T", "blue", "blue_mean", "blue_max", "published", "published_mean",
+         "published_max", "elders", "elders_max", "honaker_max", "binary_max",
+         "variance_lower_bound"),
+        [(T, b, bm, bx, pl, pm, px, el, ex, h, bi, lb)
+         for T, b, bm, bx, pl, pm, px, (el, ex), h, bi, lb in table],
+        out,
+    )  # fmt: skip
+    (ctx.out / "blue.md").write_text(blue_table_markdown(table) + "\n", encoding="utf-8")
+    out.files.append("blue.md")
+    last = table[-1]
+    headline["blue"] = {
+        "T": last[0],
+        "best": last[1],
+        "mean_variance": round(float(last[2]), 2),
+        "max_variance": round(float(last[3]), 2),
+        "best_published": last[4],
+        "published_max_variance": round(float(last[6]), 2),
+    }
     write_csv(ctx, "per_t.csv", ("privacy", "T", "label", "t", "variance"), curves, out)
     out.headline = headline
     out.lines.append(
@@ -212,6 +237,12 @@ def run(ctx: Context) -> Outcome:
         + f"; ρ = {RHO} (Gaussian) at "
         + ", ".join(f"2^{_exp(T)}" for T in p["zcdp"])
         + f"; {len(rows)} rows"
+    )
+    b = headline["blue"]
+    out.lines.append(
+        f"  BLUE at T = {b['T']}: {b['best']} mean Var {b['mean_variance']:.2f}, max Var "
+        f"{b['max_variance']:.2f}; best published {b['best_published']} max Var "
+        f"{b['published_max_variance']:.2f}"
     )
     for privacy in ("pure", "zcdp"):
         h = headline[privacy]
