@@ -206,8 +206,8 @@ def point_variance(m: Mechanism) -> Callable[[int], Fraction] | None:
 
 def _ascent(point: Callable[[int], Fraction], horizon: int, k: int) -> Fraction:
     """``Var(out_t)`` at the t found by a digit-wise ascent: t − 1 written in base k, each
-    digit in turn set to the value that maximises the variance, the others fixed, from two
-    starts (every digit ``(k−1)//2``, every digit ``k − 1``).  A heuristic for *which* t;
+    digit in turn set to the value that maximises the variance, the others fixed, from three
+    starts (every digit ``(k−1)//2``, every digit ``k − 1``, t = T).  A heuristic for *which* t;
     the value returned is exact, so it is a rigorous lower bound on the maximum."""
     digits = 1
     while k**digits < horizon:
@@ -216,12 +216,12 @@ def _ascent(point: Callable[[int], Fraction], horizon: int, k: int) -> Fraction:
     def t_of(d: list[int]) -> int:
         return int(sum(x * k**j for j, x in enumerate(d))) + 1
 
+    last = [(horizon - 1) // k**j % k for j in range(digits)]  # t = T
     best = Fraction(0)
-    for start in ((k - 1) // 2, k - 1):
-        d = [start] * digits
-        while t_of(d) > horizon:  # clip the top digit into [1, T]
+    for d in ([(k - 1) // 2] * digits, [k - 1] * digits, last):
+        while t_of(d) > horizon:  # lower the top nonzero digit until t ≤ T
             top = max(j for j in range(digits) if d[j] > 0)
-            d[top] -= 1
+            d = [*d[:top], d[top] - 1, *d[top + 1 :]]
         value = point(t_of(d))
         for _ in range(ASCENT_SWEEPS):
             improved = False
