@@ -11,14 +11,18 @@ per-level shares ``ε_j`` summing to ε make the node vector ε-DP by basic comp
 ρ-zCDP with shares of ρ); the outputs are a fixed linear function of the noisy node
 vector, so they are post-processing.
 
-Model (as docs/elders.md): the stream is fixed in advance.  Every output uses every node's
-noise, so all node noise is drawn at the first step (every release time is 1) and the
-output at t is ``c_t + (R z)_t``: ``R·A = Q`` exactly, so the items after t cancel and the
-output at t is computable from ``x_1 … x_t`` and the noise.  If later items may depend on
-earlier outputs (an adaptive stream), the outputs are still a post-processing of the node
-vector, but the node vector is then released against an adaptively chosen stream: the
-guarantee is the one of the adaptive-continual-release setting, which this module does not
-claim.
+Model (as docs/elders.md): the stream is fixed in advance (non-adaptive), as everywhere in
+dpref.  Every output uses every node's noise, so all node noise is fixed at the first step
+(every release time is 1) and the output at t is ``c_t + (R z)_t``: ``R·A = Q`` exactly, so
+the items after t cancel and the output at t is computable from ``x_1 … x_t`` and the noise;
+the whole output sequence is a fixed linear function of the noisy node vector ``A x + z``,
+ε-DP (ρ-zCDP) for a fixed x.  If later items may depend on earlier outputs, each output
+already reveals a combination of the noise of nodes whose items have not arrived, so the
+release is no longer post-processing of one Laplace (Gaussian) mechanism run on a fixed
+``A x``; no guarantee is claimed for adaptively chosen streams.  :meth:`BlueTree.online`
+draws the node noise from the Generator at the first step (memory N + T);
+:meth:`BlueTree.online_keyed` regenerates it from a key (:mod:`~dpref.mechanisms.blue.online`,
+memory O(k·H)).
 
 References
 ----------
@@ -31,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -54,29 +59,37 @@ from dpref.mechanisms.blue.decode import (
     combine_noise,
     exact_weights,
     float_weights,
-    row_weights,
     variance_at,
 )
-from dpref.mechanisms.blue.hierarchy import LAYOUT_KINDS, Layout, layout
+from dpref.mechanisms.blue.hierarchy import LAYOUT_KINDS, Layout, blue_levels, layout
+from dpref.mechanisms.blue.online import KeyedOnline, keyed_noise
+from dpref.mechanisms.blue.rows import recombination_exact
 from dpref.mechanisms.blue.variance import objective_exact, variance_floats
-from dpref.mechanisms.elders import MAX_K
 from dpref.mechanisms.tree_arith import level_scale, uniform_split
 from dpref.mechanisms.tree_budgets import (
     OBJECTIVES,
     design_level_budget,
     validate_budget_form,
 )
+from dpref.noise import NoiseKind, make_rng
 from dpref.plan import ExactSparse
 from dpref.validation import ceil_float, check_choice, check_int_range, fmt
 
-__all__ = ["BLUE_PLAN_STEPS", "BlueTree"]
+__all__ = ["BLUE_PLAN_STEPS", "MAX_BLUE_K", "BlueTree"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-BLUE_PLAN_STEPS = 256
-"""Largest T of the exact plan: R is dense (every output uses every node), T × N exact
-entries with Θ(T) distinct values."""
+BLUE_PLAN_STEPS = 64
+"""Largest T of the exact plan: R is dense (every output uses every node, T × N exact
+entries with Θ(T) distinct values), and the generic plan check builds a T × (distinct
+values) count matrix, ~1.5 s at T = 256.  Larger T are checked by the path recursion
+against the dense GLS oracle in the tests and by the exact objectives."""
+FRONTIER_FULL_T = 2**16
+"""Up to this T, :meth:`BlueTree.frontier_variants` lists every k ≤ 32 of every layout."""
+MAX_BLUE_K = 4096
+"""Largest arity: the exact weights cost O(k·H) Fractions at construction (a k ≥ T gives
+the same tree as k = T: a root over T leaves)."""
 EXACT_VARIANCE_STEPS = 4096
 """Up to this T, :meth:`BlueTree.variance` rounds the exact per-step Fractions; above, it
 is the interval-checked float recursion (:func:`variance_floats`)."""
@@ -95,7 +108,7 @@ class BlueTree(Mechanism):
     Parameters
     ----------
     k
-        The arity, an int 2 ≤ k ≤ 2^20 + 1 (odd for ``layout="elders"``).
+        The arity, an int 2 ≤ k ≤ 4096 (odd for ``layout="elders"``).
     layout
         Which blocks are released: ``complete`` (default), ``kary``, ``elders`` or
         ``elders_full``.
@@ -115,9 +128,7 @@ class BlueTree(Mechanism):
     max_plan_steps = BLUE_PLAN_STEPS
     examples = (
         Example(horizons=(1, 5, 16)),
-        Example({"k": 3, "layout": "elders_full"}, horizons=(16,)),
-        Example({"k": 3, "layout": "kary"}, horizons=()),
-        Example({"k": 4}, horizons=(16,), privacy="zcdp"),
+        Example({"k": 3, "layout": "elders_full"}, horizons=(16,), privacy="zcdp"),
     )
 
     def __init__(
@@ -130,7 +141,7 @@ class BlueTree(Mechanism):
         layout: Any = "complete",
         budget: Any = "uniform",
         domain: Domain | None = None,
-        noise: NoiseKindArg = None,
+        noise: NoiseKind | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
         assert self.horizon is not None
@@ -140,7 +151,7 @@ class BlueTree(Mechanism):
                 "node values, not integers, so exact discrete noise gains nothing here and "
                 "is not supported; use noise='laplace' (epsilon=) or 'gaussian' (rho=)"
             )
-        kk = check_int_range("k", k, 2, MAX_K)
+        kk = check_int_range("k", k, 2, MAX_BLUE_K)
         kind = check_choice("layout", layout, LAYOUT_KINDS)
         if kind == "elders" and kk % 2 == 0:
             raise ParameterError(
@@ -169,8 +180,9 @@ class BlueTree(Mechanism):
 
     # ------------------------------------------------------------- structure
     def levels_at(self, horizon: Any, ops: Any = EXACT) -> Any:
-        """L: the levels holding released blocks at T = ``horizon`` (ints only)."""
-        return layout_of(int(horizon), self.k, self.layout_kind).levels
+        """L at T = ``horizon``: :func:`~dpref.mechanisms.blue.hierarchy.blue_levels` over
+        ``ops`` (symbols allowed) — the level count the budget, layout and declaration use."""
+        return blue_levels(horizon, self.k, self.layout_kind, ops)
 
     @property
     def levels(self) -> int:
@@ -225,13 +237,13 @@ class BlueTree(Mechanism):
         if self.budget == "uniform":
             eps = s.get("epsilon", self.design_epsilon)
             delta = s.get("sensitivity", self.sensitivity)
-            L = s.get("levels", self.levels)
+            L = self.levels_at(s.get("horizon", self.horizon), ops)
             return [BudgetTerm("level", L, level_scale(delta, uniform_split(eps, L)))]
         return [BudgetTerm(f"level {j}", 1, b) for j, b in enumerate(self.level_scales)]
 
     def expected_l1_sum(self, horizon: int) -> Fraction | None:
         """Item 1 lies in a released block of each level of the tree at ``horizon``."""
-        return sum(self.level_epsilons[: self.levels_at(horizon)], Fraction(0))
+        return sum(self.level_epsilons[: int(self.levels_at(horizon))], Fraction(0))
 
     # ------------------------------------------------------------------ plan
     def _layout(self, horizon: int) -> Layout:
@@ -246,6 +258,11 @@ class BlueTree(Mechanism):
         idx = np.array([table.index(b) for b in self.level_scales[: lay.levels]], np.int64)
         return NodeTable(lay.lo.copy(), lay.hi.copy(), table, idx[lay.level])
 
+    def node_levels(self, horizon: int) -> IntArray:
+        """The level j of each released node, canonical order (a clipped block's length is
+        not a power of k, so its level is not its size's)."""
+        return self._layout(horizon).level.copy()
+
     def release_times(self, horizon: int) -> IntArray:
         """All 1: every output uses every node (all noise is drawn at the first step)."""
         return np.ones(self.node_count(horizon), dtype=np.int64)
@@ -257,31 +274,9 @@ class BlueTree(Mechanism):
         return out
 
     def recombination(self, horizon: int) -> ExactSparse:
-        """R, dense exact rows (:func:`~dpref.mechanisms.blue.decode.row_weights`)."""
+        """R, dense exact rows (:func:`~dpref.mechanisms.blue.rows.recombination_exact`)."""
         t_max = self._horizon_for(horizon, limit=self.max_plan_steps, limit_name="max_plan_steps")
-        lay = self._layout(t_max)
-        w = self.weights(t_max)
-        n = lay.size
-        table: dict[Fraction, int] = {}
-        rows, cols, idx = [], [], []
-        for t in range(1, t_max + 1):
-            per_level = row_weights(w, t)
-            for j, vals in enumerate(per_level):
-                canon = lay.canon[j]
-                for m, v in enumerate(vals):
-                    c = int(canon[m])
-                    if c < 0 or v == 0:
-                        continue
-                    rows.append(t - 1)
-                    cols.append(c)
-                    idx.append(table.setdefault(v, len(table)))
-        return ExactSparse.from_triples(
-            (t_max, n),
-            np.array(rows, dtype=np.int64),
-            np.array(cols, dtype=np.int64),
-            tuple(table),
-            np.array(idx, dtype=np.int64),
-        )
+        return recombination_exact(self.weights(t_max))
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``Var(out_t)`` for t = 1..T, exact (the path recursion of
@@ -298,12 +293,28 @@ class BlueTree(Mechanism):
         if T <= EXACT_VARIANCE_STEPS:
             return np.array([float(v) for v in self.variance_exact(T)], dtype=np.float64)
         lo, hi = variance_floats(self.weights(T))
-        return 0.5 * (lo + hi)
+        if np.any(hi - lo > lo * 2.0**-30):
+            raise ParameterError(
+                f"horizon={T}: the float enclosure of the variance is wider than 2^-30 "
+                "(relative); use variance_exact"
+            )
+        out: FloatArray = 0.5 * (lo + hi)
+        return out
+
+    def variance_upper(self, horizon: int | None = None) -> FloatArray | None:
+        """Per-step floats at least the exact variance: the upper ends of the interval
+        enclosure (:func:`~dpref.mechanisms.blue.variance.variance_floats`, within a relative
+        ~1e-14 of the exact values); :meth:`objective` gives the exact mean and max."""
+        T = self._variance_horizon(horizon)
+        return variance_floats(self.weights(T))[1]
 
     def objective(self, kind: str = "mean") -> Fraction:
-        """The exact mean or maximum of ``Var(out_t)`` over t ≤ T
+        """The exact mean (any T: O(k·H) Fractions) or maximum (T ≤ 2^20: an interval
+        screen over every t) of ``Var(out_t)`` over t ≤ T
         (:func:`~dpref.mechanisms.blue.variance.objective_exact`)."""
         check_choice("kind", kind, OBJECTIVES)
+        if kind == "max":  # a float screen over every t: T ≤ MAX_VARIANCE_STEPS
+            self._variance_horizon(None)
         return objective_exact(self.weights(), kind)
 
     def target(self, stream: Any) -> FloatArray:
@@ -333,6 +344,40 @@ class BlueTree(Mechanism):
     def online(self, rng: Any = None, noise: Any = None) -> OnlineCounter:
         return _BlueOnline(self, rng, noise)
 
+    # ------------------------------------------------ keyed noise, O(k·H) memory
+    @staticmethod
+    def draw_key(rng: Any = None) -> tuple[int, int]:
+        """A 128-bit noise key from ``rng`` (two uniform 64-bit words)."""
+        words = make_rng(rng).integers(0, 2**64, size=2, dtype=np.uint64)
+        return int(words[0]), int(words[1])
+
+    def _multipliers(self) -> list[float]:
+        return [self.noise_multiplier(b) for b in self.level_scales]
+
+    def keyed_noise(self, key: Any, horizon: int | None = None) -> FloatArray:
+        """The node noise of ``key`` in canonical order (:mod:`~dpref.mechanisms.blue.online`):
+        ``release(stream, noise=m.keyed_noise(key))`` is what :meth:`online_keyed` outputs."""
+        T = self._horizon_for(horizon)
+        return keyed_noise(self.weights(T), self._multipliers(), key, self.gaussian)
+
+    def online_keyed(self, key: Any) -> KeyedOnline:
+        """A counter on the keyed node noise of ``key`` holding at most
+        :meth:`online_keyed_memory` floats (O(k·H) plus a fixed work buffer) — unlike
+        :meth:`online`, which draws all N node values from a sequential generator at the
+        first step.  Same model (module doc): a stream fixed in advance."""
+        assert self.horizon is not None
+        return KeyedOnline(
+            self.weights(),
+            self._multipliers(),
+            key,
+            self.gaussian,
+            functools.partial(self.domain.check_value, "x"),
+        )
+
+    def online_keyed_memory(self) -> int:
+        """The most floats :meth:`online_keyed` holds at once."""
+        return KeyedOnline.memory(self.k, self._layout(self._horizon_for(None)).top)
+
     def online_memory(self, horizon: int | None = None) -> int | None:
         """N node values and T noise outputs, held from the first step (every output uses
         every node; module doc), plus the running count."""
@@ -341,20 +386,19 @@ class BlueTree(Mechanism):
 
     @classmethod
     def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
-        """k = 2 … 32 for ``complete`` and ``kary``, every odd k ≤ 31 for ``elders_full``,
-        uniform budgets (k ≤ max(T, 2))."""
+        """Uniform budgets.  T ≤ 2^16: k = 2 … min(max(T, 2), 32) for ``complete``, ``kary``
+        and ``elders_full``.  Above: every layout with k = 2 … 5 (the Gaussian optimum is
+        small k) and ``kary``/``elders_full`` with k = 8 … 24 (46 designs, about 1.2 s of CPU
+        each at T = 2^20 for the exact max).  The best design at T = 2^4 … 2^20 (ε = 1 and
+        ρ = 1/2, over every k ≤ 32 of every layout) lay in these ranges; ``elders`` is left
+        out (there the BLUE is Elders' decoder, a row of its own).  A documented search
+        range, not a proof that no other design is better."""
         t = check_int_range("horizon", horizon, 1, None)
-        top = min(max(t, 2), 32)
-        out: list[dict[str, Any]] = []
-        for k in range(2, top + 1):
-            out.append({"k": k, "layout": "complete"})
-            out.append({"k": k, "layout": "kary"})
-            if k % 2:
-                out.append({"k": k, "layout": "elders_full"})
-        return out
-
-
-NoiseKindArg = Any
+        kinds = ("complete", "kary", "elders_full")
+        if t <= FRONTIER_FULL_T:
+            return [{"k": k, "layout": c} for k in range(2, min(max(t, 2), 32) + 1) for c in kinds]
+        out = [{"k": k, "layout": c} for k in range(2, 6) for c in kinds]
+        return out + [{"k": k, "layout": c} for k in range(8, 25) for c in kinds[1:]]
 
 
 def layout_of(horizon: int, k: int, kind: str) -> Layout:

@@ -32,15 +32,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dpref.errors import ParameterError
+from dpref.mechanisms.base import EXACT, MAX_HORIZON
 from dpref.mechanisms.elders import block_first_use, elders_levels
-from dpref.mechanisms.tree_arith import ARRAY, tree_levels
+from dpref.mechanisms.tree_arith import ARRAY, op_ite, op_le, tree_levels
 
-__all__ = ["LAYOUT_KINDS", "Layout", "height", "layout"]
+__all__ = ["LAYOUT_KINDS", "Layout", "blue_levels", "height", "layout"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -189,13 +191,23 @@ def _observed_rule(kind: str, horizon: int, k: int, j: int, m: IntArray) -> Bool
     return out
 
 
-def _levels(kind: str, horizon: int, k: int) -> int:
-    """L: ``H + 1`` (complete), ``⌊log_k T⌋ + 1`` (kary), ``elders_levels`` (elders)."""
+def blue_levels(horizon: Any, k: int, kind: str, ops: Any = EXACT) -> Any:
+    """L, the levels holding released blocks: ``⌈log_k T⌉ + 1 = 1 + Σ_{j≥0} [k^j < T]``
+    (complete), ``tree_levels`` ``⌊log_k T⌋ + 1`` (kary), ``elders_levels`` (elders,
+    elders_full).  Over ``ops`` like those (an int for an int T; a sympy or z3 expression
+    for a symbolic T ≤ 2⁶²): the one level count of the budget, the layout and the
+    declaration."""
     if kind == "kary":
-        return int(tree_levels(horizon, k))
+        return tree_levels(horizon, k, ops)
     if kind in ("elders", "elders_full"):
-        return int(elders_levels(horizon, k))
-    return height(horizon, k) + 1
+        return elders_levels(horizon, k, ops)
+    bound = int(horizon) if isinstance(horizon, int | np.integer) else MAX_HORIZON
+    levels: Any = 1
+    power = 1
+    while power < bound:  # [k^j < T] ⟺ k^j + 1 ≤ T
+        levels = levels + op_ite(ops, op_le(ops, power + 1, horizon), 1, 0)
+        power *= k
+    return levels
 
 
 @lru_cache(maxsize=64)
@@ -228,7 +240,7 @@ def layout(horizon: int, k: int, kind: str) -> Layout:
         full=tuple(full),
         pattern=tuple(pattern),
         spine_observed=tuple(spine),
-        levels=_levels(kind, T, k),
+        levels=int(blue_levels(T, k, kind)),
     )
 
 

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -164,58 +165,126 @@ def _tables(w: Weights, j: int) -> dict[str, tuple[FloatArray, FloatArray]]:
     return out
 
 
+def _imul_pos(c: Interval, x: Interval) -> Interval:
+    """``c·x`` for an interval ``c ≥ 0`` (the constants of the path step)."""
+    lo = np.minimum(c[0] * x[0], c[1] * x[0])
+    hi = np.maximum(c[0] * x[1], c[1] * x[1])
+    return _out(lo, hi)
+
+
+State = tuple[Interval, Interval, Interval]
+"""``(φ, Var R, C)`` as intervals."""
+
+
+def _path_step(state: State, c: dict[str, Interval]) -> State:
+    """One step of the path recursion (decode's module doc) in interval arithmetic; ``c``
+    holds the enclosures of the parent's constants for the child position."""
+    phi, var_r, cov = state
+    phi_p = _iadd(c["before"], _imul_pos(c["split"], phi))
+    one_m = _isub((np.ones(1), np.ones(1)), phi_p)
+    mu = _isub(phi, phi_p)
+    new_r = _iadd(
+        _iadd(
+            _imul_pos(c["left"], _imul(one_m, one_m)), _imul_pos(c["right"], _imul(phi_p, phi_p))
+        ),
+        var_r,
+    )
+    mu_terms = _iadd(_imul_pos(c["vr"], _imul(mu, mu)), _imul((2 * mu[0], 2 * mu[1]), cov))
+    new_r = _iadd(new_r, _imul_pos(c["fin"], mu_terms))
+    inner = _iadd(
+        _isub(_imul_pos(c["left"], one_m), _imul_pos(c["right"], phi_p)),
+        _iadd(_imul_pos(c["vr"], mu), cov),
+    )
+    return phi_p, new_r, _imul_pos(c["kappa"], inner)
+
+
+def _pick(tab: dict[str, tuple[FloatArray, FloatArray]], ti: int, r: Any) -> dict[str, Interval]:
+    return {f: (tab[f][0][ti, r], tab[f][1][ti, r]) for f in _FIELDS}
+
+
+def _take(state: State, idx: Any) -> State:
+    return tuple((iv[0][idx], iv[1][idx]) for iv in state)  # type: ignore[return-value]
+
+
+def _select(cond: Any, a: State, b: State) -> State:
+    return tuple(  # type: ignore[return-value]
+        (np.where(cond, x[0], y[0]), np.where(cond, x[1], y[1])) for x, y in zip(a, b, strict=True)
+    )
+
+
 def variance_floats(w: Weights) -> Interval:
     """``(lo, hi)`` float arrays with ``lo_t ≤ Var(out_t) ≤ hi_t`` for t = 1..T (module
-    doc: the path recursion in outward-rounded interval arithmetic)."""
+    doc: the path recursion in outward-rounded interval arithmetic).
+
+    A step that stays inside regular blocks depends on t only through ``(t−1) mod k^j``, so
+    the states of regular paths are computed once per residue (``Σ_j 2k^j ≈ 2T·k/(k−1)``
+    states, one variant per own flag of the block); the steps through the clipped spine
+    are then taken for the steps below each spine block.
+    """
     lay = w.layout
-    k, T = lay.k, lay.horizon
-    m = np.arange(T, dtype=np.int64)
-    one = np.ones(T)
-    zero = np.zeros(T)
-    phi: Interval = (one, one)
-    var_r: Interval = (zero, zero)
-    cov: Interval = (zero, zero)
-    unit: Interval = (one, one)
-    for j in range(lay.top):
-        r = m % k
-        m = m // k
-        obs = np.asarray(lay.pattern[j + 1], dtype=np.int64)[m % k]
-        if lay.spine(j + 1):
-            obs = np.where(m == lay.count[j + 1] - 1, 2, obs)
-        tab = _tables(w, j + 1)
+    k, T, H = lay.k, lay.horizon, lay.top
+    one, zero = np.ones(1), np.zeros(1)
+    leaf: State = ((one, one), (zero, zero), (zero, zero))
+    tabs = [None] + [_tables(w, j) for j in range(1, H + 1)]
+    # reg[j][o]: state at a regular level-j block of own flag o, per residue (t−1) mod k^j
+    reg: list[tuple[State, State]] = [(leaf, leaf)]
+    j = 0
+    while j < H and k ** (j + 1) <= T:
+        tab = tabs[j + 1]
+        assert tab is not None
+        n = k ** (j + 1)
+        rho = np.arange(n, dtype=np.int64)
+        d, low = rho // k**j, rho % k**j
+        child_obs = np.asarray(lay.pattern[j], dtype=bool)[d]
+        below = _select(child_obs, _take(reg[j][1], low), _take(reg[j][0], low)) if j else leaf
+        reg.append((_path_step(below, _pick(tab, 0, d)), _path_step(below, _pick(tab, 1, d))))
+        j += 1
+    lo_out, hi_out = np.empty(T), np.empty(T)
 
-        def get(
-            f: str,
-            ti: npt.NDArray[np.int64] = obs,
-            rr: npt.NDArray[np.int64] = r,
-            tab: dict[str, tuple[FloatArray, FloatArray]] = tab,
-        ) -> Interval:
-            return tab[f][0][ti, rr], tab[f][1][ti, rr]
+    def finish(state: State, t0: Any) -> None:
+        root = w.root.var
+        assert root is not None
+        rv = _enclose(root)
+        rint: Interval = (np.full(1, rv[0]), np.full(1, rv[1]))
+        phi, var_r, cov = state
+        total = _iadd(
+            _iadd(_imul_pos(rint, _imul(phi, phi)), _imul((2 * phi[0], 2 * phi[1]), cov)), var_r
+        )
+        lo_out[t0] = np.broadcast_to(total[0], np.shape(t0))
+        hi_out[t0] = np.broadcast_to(total[1], np.shape(t0))
 
-        phi_p = _iadd(get("before"), _imul(get("split"), phi))
-        one_m = _isub(unit, phi_p)
-        mu = _isub(phi, phi_p)
-        new_r = _iadd(
-            _iadd(
-                _imul(_imul(one_m, one_m), get("left")), _imul(_imul(phi_p, phi_p), get("right"))
-            ),
-            var_r,
-        )
-        fin = get("fin")
-        mu_terms = _iadd(_imul(_imul(mu, mu), get("vr")), _imul((2 * mu[0], 2 * mu[1]), cov))
-        new_r = _iadd(new_r, _imul(fin, mu_terms))
-        inner = _iadd(
-            _isub(_imul(one_m, get("left")), _imul(phi_p, get("right"))),
-            _iadd(_imul(mu, get("vr")), cov),
-        )
-        new_c = _imul(get("kappa"), inner)
-        phi, var_r, cov = phi_p, new_r, new_c
-    root = w.root.var
-    assert root is not None
-    rv = _enclose(root)
-    rint: Interval = (np.full(T, rv[0]), np.full(T, rv[1]))
-    total = _iadd(_iadd(_imul(_imul(phi, phi), rint), _imul((2 * phi[0], 2 * phi[1]), cov)), var_r)
-    return total
+    if not lay.spine(H):  # T = k^H: every path is regular
+        finish(reg[H][int(lay.is_observed(H, 0))], np.arange(T))
+        return lo_out, hi_out
+    filled = 0
+    for j in range(1, H + 1):
+        if not lay.spine(j):
+            continue
+        tab = tabs[j]
+        assert tab is not None
+        base_block = (lay.count[j] - 1) * k  # first child (level j−1) of the spine block
+        n_reg = lay.full[j - 1] - base_block  # its regular children
+        if n_reg <= 0:
+            continue
+        u = k ** (j - 1)
+        t0 = base_block * u + np.arange(n_reg * u, dtype=np.int64)  # t − 1
+        i = (t0 // u) - base_block
+        low = t0 % u
+        obs = np.asarray(lay.pattern[j - 1], dtype=bool)[(base_block + i) % k]
+        if j - 1 == 0:
+            below = leaf
+        else:
+            below = _select(obs, _take(reg[j - 1][1], low), _take(reg[j - 1][0], low))
+        state = _path_step(below, _pick(tab, 2, i))
+        for up in range(j + 1, H + 1):  # through the spine blocks above
+            tab_up = tabs[up]
+            assert tab_up is not None
+            pos = lay.count[up - 1] - 1 - (lay.count[up] - 1) * k  # the spine child's position
+            state = _path_step(state, _pick(tab_up, 2, pos))
+        finish(state, t0)
+        filled += t0.size
+    assert filled == T  # every t lies below exactly one spine block's regular child
+    return lo_out, hi_out
 
 
 MAX_CANDIDATES = 1 << 16
