@@ -39,13 +39,16 @@ import numpy.typing as npt
 
 from dpref.errors import DprefError, DprefTypeError, HorizonError, ParameterError
 from dpref.frontier_rows import (
+    DeferredBounds,
     LaplaceLowerBound,
+    cache_key,
     check_sensitivity,
     constructor,
     deferred_bounds,
     laplace_lower_bound,
     online_memory,
     release_command,
+    remember,
 )
 from dpref.lower_bounds import (
     FactorizationLowerBound,
@@ -395,6 +398,13 @@ def variance_summary_upper(m: Mechanism, horizon: int) -> tuple[Fraction, Fracti
     return total / horizon, Fraction(float(vals.max()))
 
 
+_DEFERRED: dict[Any, DeferredBounds | None] = {}
+"""Deferred bounds by (row key, ascent): the frontier is often drawn again at one T (both
+objectives, ``--plot``'s sweep, tests); a design's numbers do not change."""
+_MAXIMA: dict[Any, Fraction] = {}
+"""Exact maxima by row key (see :data:`_DEFERRED`)."""
+
+
 @dataclass(frozen=True)
 class _Pending:
     """A row known so far by its exact mean and a lower bound on its maximum
@@ -407,6 +417,8 @@ class _Pending:
     """Δ²."""
     mean: Fraction
     max_lower: Fraction
+    key: Any = None
+    """The row's key in the cache of exact maxima (None: not cached)."""
 
     def interval(self, objective: str) -> tuple[Fraction, Fraction | None]:
         """Bounds on the objective's statistic, × Δ² (None: no upper bound yet)."""
@@ -416,7 +428,10 @@ class _Pending:
 
     def resolve(self) -> FrontierRow:
         """The row with its exact mean and max (the max checked against its lower bound)."""
-        top = Fraction(self.m.objective("max"))  # type: ignore[attr-defined]
+        top = _MAXIMA.get(self.key)
+        if top is None:
+            top = Fraction(self.m.objective("max"))  # type: ignore[attr-defined]
+            remember(_MAXIMA, self.key, top)
         if top < self.max_lower:
             raise DprefError(
                 f"{self.row.label}: exact max {float(top)} below the exact variance "
@@ -506,7 +521,12 @@ def _evaluate(
         label = _label(cls, {**params, **m.extra_params()})
         memory = online_memory(m, horizon)
         how = (cls, params, horizon, budget, sensitivity)
-        deferred = deferred_bounds(m, horizon, ascent=horizon > EXACT_MAX_LIMIT)
+        key = cache_key(cls, params, horizon, budget)
+        ascent = horizon > EXACT_MAX_LIMIT
+        deferred = _DEFERRED.get((key, ascent))
+        if deferred is None:
+            deferred = deferred_bounds(m, horizon, ascent=ascent)
+            remember(_DEFERRED, (key, ascent), deferred)
         if deferred is not None:
             row = FrontierRow(
                 cls.name,
@@ -516,7 +536,7 @@ def _evaluate(
                 constructor=constructor(*how),
                 command=release_command(*how),
             )
-            return _Pending(row, m, sensitivity**2, deferred.mean, deferred.max_lower)
+            return _Pending(row, m, sensitivity**2, deferred.mean, deferred.max_lower, key)
         try:
             mean, top = variance_summary(m, horizon)
         except HorizonError:

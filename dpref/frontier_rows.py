@@ -24,12 +24,14 @@ __all__ = [
     "MAX_SENSITIVITY",
     "DeferredBounds",
     "LaplaceLowerBound",
+    "cache_key",
     "check_sensitivity",
     "constructor",
     "deferred_bounds",
     "laplace_lower_bound",
     "online_memory",
     "release_command",
+    "remember",
 ]
 
 MAX_SENSITIVITY = 10**9
@@ -254,20 +256,43 @@ class DeferredBounds:
 
 
 def deferred_bounds(m: Mechanism, horizon: int, ascent: bool = True) -> DeferredBounds | None:
-    """For a class with an exact ``objective("mean"|"max")`` and no vectorised
-    :meth:`~Mechanism.variance_counts`: the exact mean (cheap) and a lower bound on the
+    """For a class with an exact ``objective("mean"|"max")`` and an exact one-step variance
+    (:func:`point_variance`): the exact mean (cheap) and a lower bound on the
     maximum (:func:`point_variance` at the t of a digit-wise ascent, base ``m.k``; with
     ``ascent=False`` the mean, for callers that compute every maximum anyway).  None
     for every other class.  The frontier ranks these rows by them and computes the exact
     maximum (``objective("max")``, the costly part at large T) only for the rows it shows."""
     objective = getattr(m, "objective", None)
-    if not callable(objective) or m.variance_counts(horizon) is not None:
-        return None
-    point = point_variance(m)
-    if point is None:
+    point = point_variance(m) if callable(objective) else None
+    if objective is None or point is None:
         return None
     mean = Fraction(objective("mean"))
     if not ascent:
         return DeferredBounds(mean=mean, max_lower=mean)
     k = int(getattr(m, "k", 2))
     return DeferredBounds(mean=mean, max_lower=max(mean, _ascent(point, horizon, k)))
+
+
+CACHE_ROWS = 4096
+"""Entries a frontier cache holds before it is cleared (:func:`remember`)."""
+
+
+def cache_key(
+    cls: type[Mechanism], params: dict[str, Any], horizon: int, budget: dict[str, Any]
+) -> Any:
+    """A hashable key of one design at (T, budget), or None when a value is unhashable."""
+    key = (cls, tuple(params.items()), horizon, tuple(sorted(budget.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """``cache[key] = value`` unless the design key is None; cleared at :data:`CACHE_ROWS`."""
+    if key is None or (isinstance(key, tuple) and key[0] is None):
+        return
+    if len(cache) >= CACHE_ROWS:
+        cache.clear()
+    cache[key] = value
