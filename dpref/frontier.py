@@ -20,6 +20,11 @@ per-step variances cannot be listed at large T (the square-root factorization: i
 Fractions have Θ(T)-bit denominators) gives rigorous float upper bounds through
 :meth:`Mechanism.variance_upper`; such rows are marked ``≤``.
 
+A class with an exact ``objective("mean"|"max")`` and an exact one-step variance (the BLUE
+tree) is ranked by its exact mean and a one-step lower bound on its maximum
+(:func:`~dpref.frontier_rows.deferred_bounds`); its exact maximum is computed only for rows
+that could be shown (:func:`_resolve`), the others print ``≥`` that bound.
+
 A mechanism or variant that cannot be evaluated at T (a parameter out of its range at
 this T, a horizon limit, no vectorised form above :data:`EXACT_LIST_LIMIT`) is reported
 as skipped with the reason.
