@@ -140,7 +140,7 @@ def test_weights_mean_dp_matches_sum() -> None:
         ({"k": 1}, "k="),
         ({"k": 4, "layout": "elders"}, "k=4"),
         ({"layout": "dyadic"}, "layout="),
-        ({"budget": "mean"}, "budget="),
+        ({"budget": "max"}, "budget="),
         ({"budget": "1/2,1/2"}, "budget="),
         ({"noise": "discrete"}, "noise="),
     ],
@@ -251,3 +251,14 @@ def test_fast_rows_equal_reference_rows() -> None:
                 if lay.canon[j][b] >= 0:
                     want[int(lay.canon[j][b])] = v
         assert dense[t - 1] == want
+
+
+def test_mean_budget_beats_uniform_and_sums_exactly() -> None:
+    m = BlueTree(epsilon=Fraction(3, 2), horizon=20, k=3, budget="mean")
+    u = BlueTree(epsilon=Fraction(3, 2), horizon=20, k=3)
+    assert sum(m.level_epsilons) == Fraction(3, 2) and m.budget == "mean"
+    assert m.objective("mean") < u.objective("mean")
+    assert m.plan(20).check(m.variance_exact(20)).passed
+    g = BlueTree(rho=Fraction(1, 2), horizon=20, k=2, budget="mean")
+    assert sum(g.level_budget_values()) == Fraction(1, 2)
+    assert g.objective("mean") < BlueTree(rho=Fraction(1, 2), horizon=20, k=2).objective("mean")

@@ -53,6 +53,7 @@ from dpref.mechanisms.base import (
     NodeTable,
     OnlineCounter,
 )
+from dpref.mechanisms.blue.budget import mean_optimal_split
 from dpref.mechanisms.blue.decode import (
     FloatWeights,
     Weights,
@@ -113,8 +114,10 @@ class BlueTree(Mechanism):
         Which blocks are released: ``complete`` (default), ``kary``, ``elders`` or
         ``elders_full``.
     budget
-        Per-level split of ε (or ρ): ``uniform`` (default), or L comma-separated per-level
-        values summing to ε (ρ) exactly, L the number of levels with released blocks.
+        Per-level split of ε (or ρ): ``uniform`` (default), ``mean`` (the split minimising
+        the mean variance over t ≤ T; exact rationals summing to ε, kept only when it beats
+        uniform exactly), or L comma-separated per-level values summing to ε (ρ) exactly,
+        L the number of levels with released blocks.
 
     References
     ----------
@@ -158,19 +161,29 @@ class BlueTree(Mechanism):
                 f"k={kk}: layout='elders' needs an odd k (balanced digits; Elders' node set)"
             )
         validate_budget_form(budget)
-        if isinstance(budget, str) and budget.strip() in ("mean", "max"):
+        if isinstance(budget, str) and budget.strip() == "max":
             raise ParameterError(
-                f"budget={fmt(budget)}: optimised shares are not implemented for blue; "
-                "use 'uniform' or L per-level values"
+                f"budget={fmt(budget)}: max-optimised shares are not implemented for blue; "
+                "use 'uniform', 'mean' or L per-level values"
             )
         self.k: int = kk
         """The arity."""
         self.layout_kind: str = kind
         """The node set: ``complete``, ``kary``, ``elders`` or ``elders_full``."""
         lay = layout_of(self.horizon, kk, kind)
-        self.budget, self.level_epsilons = design_level_budget(
-            self, budget, k=kk, combine=True, levels=lay.levels
-        )
+        if isinstance(budget, str) and budget.strip() == "mean":
+            total = self.epsilon if self.rho is None else self.rho
+            assert total is not None
+            split = mean_optimal_split(self.horizon, kk, kind, self.gaussian)
+            budget = ",".join(str(total * q) for q in split)
+            self.budget, self.level_epsilons = design_level_budget(
+                self, budget, k=kk, combine=True, levels=lay.levels
+            )
+            self.budget = "mean"
+        else:
+            self.budget, self.level_epsilons = design_level_budget(
+                self, budget, k=kk, combine=True, levels=lay.levels
+            )
         self.level_scales: tuple[Fraction, ...] = tuple(
             level_scale(self.sensitivity, e) for e in self.level_epsilons
         )
@@ -219,7 +232,9 @@ class BlueTree(Mechanism):
 
     def extra_params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"k": self.k, "layout": self.layout_kind}
-        if self.budget != "uniform":
+        if self.budget == "mean":
+            out["budget"] = "mean"
+        elif self.budget != "uniform":
             vals = self.level_epsilons if self.rho is None else self.level_budget_values()
             out["budget"] = ",".join(str(e) for e in vals)
         return out
@@ -276,7 +291,7 @@ class BlueTree(Mechanism):
     def recombination(self, horizon: int) -> ExactSparse:
         """R, dense exact rows (:func:`~dpref.mechanisms.blue.rows.recombination_exact`)."""
         t_max = self._horizon_for(horizon, limit=self.max_plan_steps, limit_name="max_plan_steps")
-        return recombination_exact(self.weights(t_max))
+        return _cached_rows(self.k, self.layout_kind, self.node_variances(t_max), t_max)
 
     def variance_exact(self, horizon: int | None = None) -> list[Fraction]:
         """``Var(out_t)`` for t = 1..T, exact (the path recursion of
@@ -386,19 +401,38 @@ class BlueTree(Mechanism):
 
     @classmethod
     def frontier_variants(cls, horizon: int) -> list[dict[str, Any]]:
-        """Uniform budgets.  T ≤ 2^16: k = 2 … min(max(T, 2), 32) for ``complete``, ``kary``
-        and ``elders_full``.  Above: every layout with k = 2 … 5 (the Gaussian optimum is
-        small k) and ``kary``/``elders_full`` with k = 8 … 24 (46 designs, about 1.2 s of CPU
-        each at T = 2^20 for the exact max).  The best design at T = 2^4 … 2^20 (ε = 1 and
-        ρ = 1/2, over every k ≤ 32 of every layout) lay in these ranges; ``elders`` is left
-        out (there the BLUE is Elders' decoder, a row of its own).  A documented search
-        range, not a proof that no other design is better."""
+        """T ≤ 2^16: k = 2 … min(max(T, 2), 32) for ``complete``, ``kary`` and
+        ``elders_full`` (uniform budgets).  Above: every layout with k = 2 … 5 (the Gaussian
+        optimum is small k) and ``kary``/``elders_full`` with k = 9 … 22.  At every T also
+        ``elders_full`` with k = 10 … 16 and ``budget="mean"`` (at most 47 designs, about 1 min
+        of CPU at T = 2^20 for the exact objectives).  The best design at T = 2^4 … 2^20
+        (ε = 1 and ρ = 1/2, over every k ≤ 32 of every layout) lay in these ranges;
+        ``elders`` is left out (there the BLUE is Elders' decoder, a row of its own).  A
+        documented search range, not a proof that no other design is better."""
         t = check_int_range("horizon", horizon, 1, None)
         kinds = ("complete", "kary", "elders_full")
         if t <= FRONTIER_FULL_T:
-            return [{"k": k, "layout": c} for k in range(2, min(max(t, 2), 32) + 1) for c in kinds]
-        out = [{"k": k, "layout": c} for k in range(2, 6) for c in kinds]
-        return out + [{"k": k, "layout": c} for k in range(8, 25) for c in kinds[1:]]
+            ks = range(2, min(max(t, 2), 32) + 1)
+            out = [{"k": k, "layout": c} for k in ks for c in kinds]
+        else:
+            out = [{"k": k, "layout": c} for k in range(2, 6) for c in kinds]
+            out += [{"k": k, "layout": c} for k in range(9, 23) for c in kinds[1:]]
+        top = min(max(t, 2), 16)
+        return out + [
+            {"k": k, "layout": "elders_full", "budget": "mean"} for k in range(10, top + 1)
+        ]
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_rows(
+    k: int, kind: str, node_var: tuple[Fraction | None, ...], horizon: int
+) -> ExactSparse:
+    """:func:`recombination_exact` of one tree (cached: R depends only on the layout and the
+    node variances; its arrays are read-only)."""
+    rows = recombination_exact(exact_weights(layout_of(horizon, k, kind), node_var))
+    for arr in (rows.indptr, rows.indices, rows.idx):
+        arr.setflags(write=False)
+    return rows
 
 
 def layout_of(horizon: int, k: int, kind: str) -> Layout:

@@ -210,9 +210,10 @@ def blue_levels(horizon: Any, k: int, kind: str, ops: Any = EXACT) -> Any:
     return levels
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)
 def layout(horizon: int, k: int, kind: str) -> Layout:
-    """The layout of ``kind`` at (T, k) (cached).  O(k·H) work; per-block arrays on use.
+    """The layout of ``kind`` at (T, k) (cached, 8 layouts: each may hold O(N) per-block
+    arrays once a per-node path used them).  O(k·H) work; per-block arrays on use.
 
     A regular block (``m < ⌊T/k^j⌋``) is observed by the rule at its first k positions (the
     rules depend on m only through ``m mod k`` for blocks that end by T: every block's
