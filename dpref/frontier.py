@@ -20,6 +20,11 @@ per-step variances cannot be listed at large T (the square-root factorization: i
 Fractions have Θ(T)-bit denominators) gives rigorous float upper bounds through
 :meth:`Mechanism.variance_upper`; such rows are marked ``≤``.
 
+A class with an exact ``objective("mean"|"max")`` and an exact one-step variance (the BLUE
+tree) is ranked by its exact mean and a one-step lower bound on its maximum
+(:func:`~dpref.frontier_rows.deferred_bounds`); its exact maximum is computed only for rows
+that could be shown (:func:`_resolve`), the others print ``≥`` that bound.
+
 A mechanism or variant that cannot be evaluated at T (a parameter out of its range at
 this T, a horizon limit, no vectorised form above :data:`EXACT_LIST_LIMIT`) is reported
 as skipped with the reason.
@@ -27,6 +32,8 @@ as skipped with the reason.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -37,12 +44,16 @@ import numpy.typing as npt
 
 from dpref.errors import DprefError, DprefTypeError, HorizonError, ParameterError
 from dpref.frontier_rows import (
+    DeferredBounds,
     LaplaceLowerBound,
+    cache_key,
     check_sensitivity,
     constructor,
+    deferred_bounds,
     laplace_lower_bound,
     online_memory,
     release_command,
+    remember,
 )
 from dpref.lower_bounds import (
     FactorizationLowerBound,
@@ -57,6 +68,7 @@ from dpref.validation import check_choice, check_epsilon, check_int_range, check
 
 __all__ = [
     "EXACT_LIST_LIMIT",
+    "EXACT_MAX_LIMIT",
     "MAX_FRONTIER_HORIZON",
     "OBJECTIVES",
     "FrontierReport",
@@ -73,6 +85,11 @@ OBJECTIVES = ("max", "mean")
 MAX_FRONTIER_HORIZON = 2**24
 """Largest T accepted: the vectorised closed forms hold a few int64 arrays of T entries
 per variant (at 2^24, about 0.5 GiB at the peak)."""
+EXACT_MAX_LIMIT = 2**12
+"""Largest T at which every row of a class whose maximum is computed on demand
+(:func:`~dpref.frontier_rows.deferred_bounds`) gets its exact maximum; above, only the rows
+that could be shown (``top``; without it, the best) do, and the others print a rigorous
+lower bound (``≥``, the exact variance at one step) beside their exact mean."""
 EXACT_LIST_LIMIT = 2**14
 """Largest T at which a mechanism without :meth:`Mechanism.variance_counts` is evaluated
 through its per-step list of exact Fractions (Θ(T) Python objects); beyond, skipped."""
@@ -102,6 +119,10 @@ class FrontierRow:
     upper: bool = False
     """Whether mean and max are rigorous upper bounds (from floats rounded up) rather than
     exact values."""
+    lower: bool = False
+    """Whether max is a rigorous lower bound (the exact variance at one step) rather than
+    the exact maximum, which was not computed: a row certainly behind the best
+    (:data:`EXACT_MAX_LIMIT`); the mean is exact."""
     constructor: str = ""
     """A Python expression that builds the mechanism: evaluated after ``from dpref import *;
     from fractions import Fraction``, its exact ``variance()`` gives the row's numbers."""
@@ -117,8 +138,11 @@ class FrontierRow:
             "mean_variance": None if self.mean is None else float(self.mean),
             "max_variance": None if self.max is None else float(self.max),
             "mean_variance_exact": None if self.mean is None or self.upper else str(self.mean),
-            "max_variance_exact": None if self.max is None or self.upper else str(self.max),
+            "max_variance_exact": (
+                None if self.max is None or self.upper or self.lower else str(self.max)
+            ),
             "variance_is_upper_bound": self.upper,
+            "max_variance_is_lower_bound": self.lower,
             "online_memory": self.memory,
             "online_memory_unit": "floats",
             "constructor": self.constructor or None,
@@ -214,6 +238,8 @@ class FrontierReport(HtmlSummary):
             mem = "n/a" if r.memory is None else str(r.memory)
             le = "≤" if r.upper else ""
             mean, top = f"{le}{_up1(r.mean, r.upper)}", f"{le}{_up1(r.max, r.upper)}"
+            if r.lower:
+                top = f"≥{_down1(r.max)}"
             lines.append(f"{mark}{r.label:<{w}}{mean:>17}{top:>17}{mem:>9}")
             if r.constructor:
                 lines.append(f"    build: {r.constructor}; run: {r.command}")
@@ -272,8 +298,10 @@ class FrontierReport(HtmlSummary):
                 continue
             le = "≤" if r.upper else ""
             mem = "n/a" if r.memory is None else str(r.memory)
-            mean, top = _up1(r.mean, r.upper), _up1(r.max, r.upper)
-            rows.append(["*" if r.best else "", r.label, le + mean, le + top, mem])
+            mean, top = le + _up1(r.mean, r.upper), le + _up1(r.max, r.upper)
+            if r.lower:
+                top = "≥" + _down1(r.max)
+            rows.append(["*" if r.best else "", r.label, mean, top, mem])
         first, *rest = self.table().splitlines()
         notes = [line for line in rest if line.startswith(("lower bound:", "error bound", "  …"))]
         rows.extend([["", n.strip(), "", "", ""] for n in notes])
@@ -286,6 +314,12 @@ class FrontierReport(HtmlSummary):
         n = check_int_range("top", n, 1, None)
         kept = tuple(r for r in self.rows if r.skipped is None)[:n]
         return replace(self, rows=kept, omitted=self.omitted + len(self.rows) - len(kept))
+
+
+def _down1(value: Fraction) -> str:
+    """A lower bound to one decimal, rounded down."""
+    tenths = (value.numerator * 10) // value.denominator
+    return f"{tenths // 10}.{tenths % 10}"
 
 
 def _up1(value: Fraction, upper: bool) -> str:
@@ -364,11 +398,84 @@ def variance_summary_upper(m: Mechanism, horizon: int) -> tuple[Fraction, Fracti
         raise ParameterError(f"variance_upper: shape {vals.shape} ≠ ({horizon},) or not finite")
     # math.fsum is correctly rounded; the exact sum of the floats is bounded by it plus one
     # ulp of the sum, so the mean is rounded up
-    import math
-
     total = Fraction(math.fsum(vals.tolist()))
     total += Fraction(math.ulp(float(total)))
     return total / horizon, Fraction(float(vals.max()))
+
+
+_DEFERRED: dict[Any, DeferredBounds | None] = {}
+"""Deferred bounds by (row key, ascent): the frontier is often drawn again at one T (both
+objectives, ``--plot``'s sweep, tests); a design's numbers do not change."""
+_MAXIMA: dict[Any, Fraction] = {}
+"""Exact maxima by row key (see :data:`_DEFERRED`)."""
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A row known so far by its exact mean and a lower bound on its maximum
+    (:func:`~dpref.frontier_rows.deferred_bounds`); :meth:`resolve` computes the exact
+    maximum through the class's ``objective("max")``."""
+
+    row: FrontierRow
+    m: Mechanism
+    scale: Fraction
+    """Δ²."""
+    mean: Fraction
+    max_lower: Fraction
+    key: Any = None
+    """The row's key in the cache of exact maxima (None: not cached)."""
+
+    def interval(self, objective: str) -> tuple[Fraction, Fraction | None]:
+        """Bounds on the objective's statistic, × Δ² (None: no upper bound yet)."""
+        if objective == "mean":
+            return self.mean * self.scale, self.mean * self.scale
+        return self.max_lower * self.scale, None
+
+    def resolve(self) -> FrontierRow:
+        """The row with its exact mean and max (the max checked against its lower bound)."""
+        top = _MAXIMA.get(self.key)
+        if top is None:
+            top = Fraction(self.m.objective("max"))  # type: ignore[attr-defined]
+            remember(_MAXIMA, self.key, top)
+        if top < self.max_lower:
+            raise DprefError(
+                f"{self.row.label}: exact max {float(top)} below the exact variance "
+                f"{float(self.max_lower)} of one step"
+            )
+        return replace(self.row, mean=self.mean * self.scale, max=top * self.scale)
+
+    def bounded(self) -> FrontierRow:
+        """The row with its exact mean and the lower bound on its max, marked ``≥``."""
+        return replace(
+            self.row, mean=self.mean * self.scale, max=self.max_lower * self.scale, lower=True
+        )
+
+
+def _resolve(
+    rows: list[FrontierRow | _Pending], objective: str, shown: int
+) -> tuple[list[FrontierRow], list[FrontierRow]]:
+    """Exact values for every pending row that could be among the ``shown`` best: a pending
+    row stays unresolved only when ``shown`` rows are certainly better (their exact
+    objective below its lower bound).  Returns the resolved rows and the unresolved ones
+    (exact mean, the lower bound on the max, marked ``≥``)."""
+
+    def interval(r: FrontierRow | _Pending) -> tuple[Fraction, Fraction | None]:
+        if isinstance(r, _Pending):
+            return r.interval(objective)
+        assert r.mean is not None and r.max is not None
+        value = r.max if objective == "max" else r.mean
+        return value, value
+
+    while True:
+        pending = [r for r in rows if isinstance(r, _Pending)]
+        his = sorted(h for h in (interval(r)[1] for r in rows) if h is not None)
+        todo = [p for p in pending if bisect.bisect_left(his, interval(p)[0]) < shown]
+        if not todo:
+            break
+        first = min(todo, key=lambda p: interval(p)[0])  # the most promising, then again
+        rows = [first.resolve() if r is first else r for r in rows]
+    done = [r for r in rows if isinstance(r, FrontierRow)]
+    return done, [r.bounded() for r in rows if isinstance(r, _Pending)]
 
 
 def _summary_from_counts(
@@ -405,10 +512,11 @@ def _evaluate(
     horizon: int,
     budget: dict[str, Any],
     sensitivity: Fraction = Fraction(1),
-) -> FrontierRow | None:
-    """One row; None when this parameterisation is not a counter (e.g. a window sum).
-    ``budget`` is ``{"epsilon": ε}`` or ``{"rho": ρ}``; the variances are those of items of
-    sensitivity Δ (``sensitivity``): Δ² times those of bits (noise scales are ∝ Δ)."""
+) -> FrontierRow | _Pending | None:
+    """One row, or a :class:`_Pending` row (float bounds now, exact values on demand); None
+    when this parameterisation is not a counter (e.g. a window sum).  ``budget`` is
+    ``{"epsilon": ε}`` or ``{"rho": ρ}``; the variances are those of items of sensitivity
+    Δ (``sensitivity``): Δ² times those of bits (noise scales are ∝ Δ)."""
     label = _label(cls, params)
     upper = False
     try:
@@ -416,17 +524,33 @@ def _evaluate(
         if m.decay() != prefix_decay():
             return None
         label = _label(cls, {**params, **m.extra_params()})
+        memory = online_memory(m, horizon)
+        how = (cls, params, horizon, budget, sensitivity)
+        key = cache_key(cls, params, horizon, budget)
+        ascent = horizon > EXACT_MAX_LIMIT
+        deferred = _DEFERRED.get((key, ascent))
+        if deferred is None:
+            deferred = deferred_bounds(m, horizon, ascent=ascent)
+            remember(_DEFERRED, (key, ascent), deferred)
+        if deferred is not None:
+            row = FrontierRow(
+                cls.name,
+                params,
+                label,
+                memory=memory,
+                constructor=constructor(*how),
+                command=release_command(*how),
+            )
+            return _Pending(row, m, sensitivity**2, deferred.mean, deferred.max_lower, key)
         try:
             mean, top = variance_summary(m, horizon)
         except HorizonError:
-            bounds = variance_summary_upper(m, horizon)
-            if bounds is None:
+            upper_bounds = variance_summary_upper(m, horizon)
+            if upper_bounds is None:
                 raise
-            (mean, top), upper = bounds, True
-        memory = online_memory(m, horizon)
+            (mean, top), upper = upper_bounds, True
     except (DprefError, MemoryError) as exc:
         return FrontierRow(cls.name, params, label, skipped=str(exc).split("\n")[0])
-    how = (cls, params, horizon, budget, sensitivity)
     scale = sensitivity**2
     return FrontierRow(
         cls.name,
@@ -441,6 +565,18 @@ def _evaluate(
     )
 
 
+def _evaluate_exact(
+    cls: type[Mechanism],
+    params: dict[str, Any],
+    horizon: int,
+    budget: dict[str, Any],
+    sensitivity: Fraction = Fraction(1),
+) -> FrontierRow | None:
+    """:func:`_evaluate` with a pending row resolved to its exact values."""
+    row = _evaluate(cls, params, horizon, budget, sensitivity)
+    return row.resolve() if isinstance(row, _Pending) else row
+
+
 def frontier(
     horizon: Any,
     epsilon: Any = None,
@@ -450,6 +586,7 @@ def frontier(
     rho: Any = None,
     sensitivity: Any = 1,
     top: Any = None,
+    exact: bool = False,
 ) -> FrontierReport:
     """The exact frontier at T = ``horizon`` and ε = ``epsilon`` (pure DP, Laplace noise) or
     ρ = ``rho`` (zCDP, Gaussian noise) — see the module docstring.
@@ -471,6 +608,10 @@ def frontier(
         and bound scales by Δ² (the error bound by Δ).
     top
         Keep only the ``top`` best evaluated rows (default: every row, skipped ones last).
+    exact
+        Compute every row's exact maximum, also above :data:`EXACT_MAX_LIMIT` (default:
+        there, only the rows that could be shown — the ``top``, else the best — and the
+        others print a lower bound, ``≥``).
     """
     T = check_int_range("horizon", horizon, 1, MAX_FRONTIER_HORIZON)
     delta = check_sensitivity(sensitivity)
@@ -501,7 +642,7 @@ def frontier(
                 f"mechanisms={fmt(unknown)}: not registered counting mechanisms {sorted(names)}"
             )
         classes = [c for c in classes if c.name in set(mechanisms)]
-    rows: list[FrontierRow] = []
+    rows: list[FrontierRow | _Pending] = []
     for cls in classes:
         try:
             variants = cls.frontier_variants(T)
@@ -512,14 +653,18 @@ def frontier(
             row = _evaluate(cls, params, T, budget, delta)
             if row is not None:
                 rows.append(row)
-    done = [r for r in rows if r.skipped is None]
-    skipped = [r for r in rows if r.skipped is not None]
+    skipped = [r for r in rows if isinstance(r, FrontierRow) and r.skipped is not None]
+    evaluated = [r for r in rows if isinstance(r, _Pending) or r.skipped is None]
+    shown = len(evaluated) if exact or (top is None and T <= EXACT_MAX_LIMIT) else top or 1
+    done, rest = _resolve(evaluated, objective, shown)
 
     def key(r: FrontierRow) -> tuple[Fraction, Fraction]:
         assert r.mean is not None and r.max is not None
         return (r.max, r.mean) if objective == "max" else (r.mean, r.max)
 
     done.sort(key=key)
+    rest.sort(key=key)  # upper bounds of rows certainly behind the shown ones (see _resolve)
+    done += rest
     if done:
         done[0] = replace(done[0], best=True)
     if r is not None:
@@ -631,7 +776,7 @@ def plot(
             if h == T:  # the table's own number
                 row: FrontierRow | None = r
             else:
-                row = _evaluate(MECHANISMS[r.mechanism], r.params, h, _budget(report), delta)
+                row = _evaluate_exact(MECHANISMS[r.mechanism], r.params, h, _budget(report), delta)
             value = None if row is None else (row.max if report.objective == "max" else row.mean)
             if value is not None:
                 xs.append(h)

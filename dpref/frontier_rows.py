@@ -9,6 +9,7 @@ A :class:`~dpref.frontier.FrontierRow` carries the Python expression that rebuil
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -19,13 +20,18 @@ from dpref.mechanisms.base import Mechanism
 from dpref.validation import check_epsilon, check_fraction, floor_float, fmt
 
 __all__ = [
+    "ASCENT_SWEEPS",
     "MAX_SENSITIVITY",
+    "DeferredBounds",
     "LaplaceLowerBound",
+    "cache_key",
     "check_sensitivity",
     "constructor",
+    "deferred_bounds",
     "laplace_lower_bound",
     "online_memory",
     "release_command",
+    "remember",
 ]
 
 MAX_SENSITIVITY = 10**9
@@ -176,3 +182,117 @@ def laplace_lower_bound(epsilon: Any, horizon: int, sensitivity: Any = 1) -> Lap
     return LaplaceLowerBound(
         value=value, gamma2=gamma2, horizon=horizon, epsilon=eps, sensitivity=delta
     )
+
+
+ASCENT_SWEEPS = 4
+"""Sweeps of the digit-wise ascent of :func:`deferred_bounds` (it stops earlier at a local
+maximum)."""
+
+
+def point_variance(m: Mechanism) -> Callable[[int], Fraction] | None:
+    """The exact ``Var(out_t)`` at one t (noise of bits), or None: the class's
+    ``variance_at(t)`` when it has one; for :class:`~dpref.mechanisms.blue.BlueTree`
+    (which has none yet) the path recursion of its exact weights, the function its own
+    ``variance_exact`` evaluates at every t."""
+    own = getattr(m, "variance_at", None)
+    if callable(own):
+        return lambda t: Fraction(own(t))
+    from dpref.mechanisms.blue import BlueTree
+    from dpref.mechanisms.blue.decode import variance_at
+
+    if isinstance(m, BlueTree):
+        w = m.weights()
+        return lambda t: variance_at(w, t)
+    return None
+
+
+def _ascent(point: Callable[[int], Fraction], horizon: int, k: int) -> Fraction:
+    """``Var(out_t)`` at the t found by a digit-wise ascent: t − 1 written in base k, each
+    digit in turn set to the value that maximises the variance, the others fixed, from three
+    starts (every digit ``(k−1)//2``, every digit ``k − 1``, t = T).  A heuristic for *which* t;
+    the value returned is exact, so it is a rigorous lower bound on the maximum."""
+    digits = 1
+    while k**digits < horizon:
+        digits += 1
+
+    def t_of(d: list[int]) -> int:
+        return int(sum(x * k**j for j, x in enumerate(d))) + 1
+
+    last = [(horizon - 1) // k**j % k for j in range(digits)]  # t = T
+    best = Fraction(0)
+    for d in ([(k - 1) // 2] * digits, [k - 1] * digits, last):
+        while t_of(d) > horizon:  # lower the top nonzero digit until t ≤ T
+            top = max(j for j in range(digits) if d[j] > 0)
+            d = [*d[:top], d[top] - 1, *d[top + 1 :]]
+        value = point(t_of(d))
+        for _ in range(ASCENT_SWEEPS):
+            improved = False
+            for j in range(digits):
+                for x in range(k):
+                    if x == d[j]:
+                        continue
+                    trial = [*d[:j], x, *d[j + 1 :]]
+                    t = t_of(trial)
+                    if t > horizon:
+                        continue
+                    v = point(t)
+                    if v > value:
+                        value, d, improved = v, trial, True
+            if not improved:
+                break
+        best = max(best, value)
+    return best
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeferredBounds:
+    """What the frontier knows of a row before its exact maximum: the exact mean and a
+    rigorous lower bound on the maximum (the exact variance at one t)."""
+
+    mean: Fraction
+    """The exact mean of ``Var(out_t)`` over t ≤ T."""
+    max_lower: Fraction
+    """``Var(out_t)`` at the t of a digit-wise ascent: ``≤`` the maximum."""
+
+
+def deferred_bounds(m: Mechanism, horizon: int, ascent: bool = True) -> DeferredBounds | None:
+    """For a class with an exact ``objective("mean"|"max")`` and an exact one-step variance
+    (:func:`point_variance`): the exact mean (cheap) and a lower bound on the
+    maximum (:func:`point_variance` at the t of a digit-wise ascent, base ``m.k``; with
+    ``ascent=False`` the mean, for callers that compute every maximum anyway).  None
+    for every other class.  The frontier ranks these rows by them and computes the exact
+    maximum (``objective("max")``, the costly part at large T) only for the rows it shows."""
+    objective = getattr(m, "objective", None)
+    point = point_variance(m) if callable(objective) else None
+    if objective is None or point is None:
+        return None
+    mean = Fraction(objective("mean"))
+    if not ascent:
+        return DeferredBounds(mean=mean, max_lower=mean)
+    k = int(getattr(m, "k", 2))
+    return DeferredBounds(mean=mean, max_lower=max(mean, _ascent(point, horizon, k)))
+
+
+CACHE_ROWS = 4096
+"""Entries a frontier cache holds before it is cleared (:func:`remember`)."""
+
+
+def cache_key(
+    cls: type[Mechanism], params: dict[str, Any], horizon: int, budget: dict[str, Any]
+) -> Any:
+    """A hashable key of one design at (T, budget), or None when a value is unhashable."""
+    key = (cls, tuple(params.items()), horizon, tuple(sorted(budget.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """``cache[key] = value`` unless the design key is None; cleared at :data:`CACHE_ROWS`."""
+    if key is None or (isinstance(key, tuple) and key[0] is None):
+        return
+    if len(cache) >= CACHE_ROWS:
+        cache.clear()
+    cache[key] = value

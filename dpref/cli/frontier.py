@@ -81,9 +81,19 @@ def run(args: argparse.Namespace) -> int:
         from dpref.cli.common import pyplot_for
 
         pyplot_for(args.plot)  # a mistyped image format fails before anything is computed
-    full = frontier(horizon, eps, args.objective, args.mechanism, sensitivity=delta, **budget)
+    # --top reaches frontier(): rows whose exact maximum is computed on demand get it only
+    # when they could be shown (--plot reads the leading mechanisms of the whole table)
+    full = frontier(
+        horizon,
+        eps,
+        args.objective,
+        args.mechanism,
+        sensitivity=delta,
+        top=None if args.plot else top,
+        **budget,
+    )
     drawn = plot(full, args.plot) if args.plot else []
-    report = full if top is None else full.head(top)
+    report = full if top is None or not args.plot else full.head(top)
     if args.json:
         doc = report.as_dict()
         if args.plot:
