@@ -190,19 +190,11 @@ maximum)."""
 
 
 def point_variance(m: Mechanism) -> Callable[[int], Fraction] | None:
-    """The exact ``Var(out_t)`` at one t (noise of bits), or None: the class's
-    ``variance_at(t)`` when it has one; for :class:`~dpref.mechanisms.blue.BlueTree`
-    (which has none yet) the path recursion of its exact weights, the function its own
-    ``variance_exact`` evaluates at every t."""
+    """The exact ``Var(out_t)`` at one t (noise of bits): the class's ``variance_at(t)``
+    when it has one (:meth:`dpref.BlueTree.variance_at`), else None."""
     own = getattr(m, "variance_at", None)
     if callable(own):
         return lambda t: Fraction(own(t))
-    from dpref.mechanisms.blue import BlueTree
-    from dpref.mechanisms.blue.decode import variance_at
-
-    if isinstance(m, BlueTree):
-        w = m.weights()
-        return lambda t: variance_at(w, t)
     return None
 
 

@@ -307,6 +307,14 @@ class BlueTree(Mechanism):
         w = self.weights(T)
         return [variance_at(w, t) for t in range(1, T + 1)]
 
+    def variance_at(self, t: int) -> Fraction:
+        """``Var(out_t)`` at one step ``1 ≤ t ≤ T``, exact: the path recursion
+        (:func:`~dpref.mechanisms.blue.decode.variance_at`) that :meth:`variance_exact`
+        evaluates at every t — O(k·H) Fractions, at any T."""
+        assert self.horizon is not None
+        step = check_int_range("t", t, 1, self.horizon)
+        return variance_at(self.weights(), step)
+
     def variance(self, horizon: int | None = None) -> FloatArray:
         """Per-step variance as floats: the exact values rounded to nearest up to
         :data:`EXACT_VARIANCE_STEPS`; above, the float recursion, within a relative
