@@ -182,14 +182,23 @@ def test_a_scalar_black_box_in_its_worker_is_audited_too() -> None:
 @pytest.mark.parametrize(
     ("target", "seed"),
     [
+        # ~1.8 s of CPU each: one run per kind of target by default, the rest slow (CI)
         ("binary_ok_batched", 1),
-        ("binary_ok_batched", 2),
+        pytest.param("binary_ok_batched", 2, marks=(pytest.mark.slow, pytest.mark.ci)),
         ("sqrt_ok_batched", 1),
-        ("sqrt_ok_batched", 2),
+        pytest.param("sqrt_ok_batched", 2, marks=(pytest.mark.slow, pytest.mark.ci)),
         (Binary(rho=Fraction(1, 2), horizon=16), 1),
-        (Honaker(rho=Fraction(1, 2), horizon=16), 1),
-        (SqrtFactorization(rho=Fraction(1, 2), horizon=16), 1),
-        (Binary(rho=Fraction(1, 2), horizon=16), 2),
+        pytest.param(
+            Honaker(rho=Fraction(1, 2), horizon=16), 1, marks=(pytest.mark.slow, pytest.mark.ci)
+        ),
+        pytest.param(
+            SqrtFactorization(rho=Fraction(1, 2), horizon=16),
+            1,
+            marks=(pytest.mark.slow, pytest.mark.ci),
+        ),
+        pytest.param(
+            Binary(rho=Fraction(1, 2), horizon=16), 2, marks=(pytest.mark.slow, pytest.mark.ci)
+        ),
     ],
 )
 def test_no_false_alarm_on_correct_gaussian_mechanisms(target: Any, seed: int) -> None:
