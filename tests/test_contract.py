@@ -119,8 +119,10 @@ class MechanismContract(ABC):
             assert report.privacy_sum == bound
 
     def test_plan_random_larger_horizons(self) -> None:
+        # one T > 64 per example here (all ~40 examples); `dpref verify` (CI's first step)
+        # checks every T ≤ 256 and four random T ≤ 2048 of every mechanism exactly
         rng = np.random.default_rng(64)
-        for horizon in sorted(rng.integers(65, 1500, 3)):
+        for horizon in sorted(rng.integers(65, 1500, 1)):
             m = self.make(int(horizon))
             report = m.plan(int(horizon)).check(m.variance_exact(int(horizon)))
             assert report.passed, report

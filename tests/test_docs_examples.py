@@ -23,7 +23,12 @@ MAX_SKIPS = 8
 
 PAGES = pages()
 
-SLOW_PAGES = {"docs/auditing.md": 3, "docs/golden.md": 3, "docs/reproductions.md": 3}
+SLOW_PAGES = {
+    "docs/auditing.md": 3,
+    "docs/golden.md": 3,
+    "docs/mechanisms/kary.md": 2,
+    "docs/reproductions.md": 3,
+}
 """Pages whose whole run takes minutes of CPU (auditing.md alone ~120 s: about sixty
 audits and conformance runs, each its own ``dpref`` process): the whole page is
 ``slow`` (CI runs it in its ``-m 'slow and ci'`` step); the default run executes its
