@@ -664,11 +664,34 @@ its own.  ``cli`` batches, whose calls are processes anyway, and the slow profil
 worker per batch."""
 
 
+SLOW_CI_BATCHES = {"cli:verify"}
+"""Default-profile batches that are ``slow`` (CI runs them): ``cli:verify`` is ~45 runs of
+``dpref verify`` (~30 s of CPU).  In the default run, verify's command line is covered by
+tests/test_cli.py (valid runs) and tests/test_review_regressions.py (refused numbers)."""
+
+
+def _default_param(group: str) -> Any:
+    if group in SLOW_CI_BATCHES:
+        return pytest.param(group, marks=(pytest.mark.slow, pytest.mark.ci))
+    return group
+
+
 @pytest.mark.parametrize(
-    "group", [*DEFAULT_GROUPS, *(b for b in BATCHES if b.partition(":")[0] not in DEFAULT_GROUPS)]
+    "group",
+    [
+        _default_param(g)
+        for g in (
+            *DEFAULT_GROUPS,
+            *(b for b in BATCHES if b.partition(":")[0] not in DEFAULT_GROUPS),
+        )
+    ],
 )
 def test_fuzz(group: str) -> None:
     _check(DEFAULT_GROUPS.get(group, [group]), slow=False)
+
+
+def test_slow_ci_batches_are_batches() -> None:
+    assert SLOW_CI_BATCHES <= set(BATCHES)
 
 
 @pytest.mark.slow
