@@ -28,9 +28,10 @@ SYMBOLS = {
     "∏": r"\prod", "⌊": r"\lfloor", "⌋": r"\rfloor", "⌈": r"\lceil", "⌉": r"\rceil",
     "⊆": r"\subseteq", "∩": r"\cap", "∪": r"\cup", "≫": r"\gg", "≪": r"\ll", "≡": r"\equiv",
     "‖": r"\|", "ℤ": r"\mathbb{Z}", "ℝ": r"\mathbb{R}", "ℕ": r"\mathbb{N}", "½": r"\tfrac12",
-    "¼": r"\tfrac14", "%": r"\%", "#": r"\#", "&": r"\&",
+    "¼": r"\tfrac14", "%": r"\%", "#": r"\#", "&": r"\&", "′": "'", "″": "''", "÷": r"\div",
+    "~": r"\sim", "⊙": r"\odot", "↑": r"\uparrow", "↓": r"\downarrow", "∘": r"\circ", "⊤": r"\top",
 }  # fmt: skip
-SUPERSCRIPT = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻ᵀ", "0123456789-T", strict=True))
+SUPERSCRIPT = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺ᵀ", "0123456789-+T", strict=True))
 SUBSCRIPT = dict(zip("₀₁₂₃₄₅₆₇₈₉", "0123456789", strict=True))
 COMBINING = {"\u0302": r"\hat", "\u0303": r"\tilde", "\u0304": r"\bar"}
 FUNCTIONS = {"log", "ln", "exp", "max", "min", "sup", "inf", "lim", "sin", "cos", "det", "Pr"}
@@ -54,11 +55,14 @@ def is_math(span: str) -> bool:
     """Whether a code span's text is a formula rather than code.
 
     Code: Python (keyword arguments, quotes, dotted calls, flags), messages (``k=4: must be
-    odd``) and labels that open with a word (``sensitivity S(α)``, a row of ``dpref verify``).
+    odd``), labels that open with a word (``sensitivity S(α)``, a row of ``dpref verify``) and
+    printed text (``VIOLATION: …``, a lone ``…``, a value with its ``sha256``).
     """
     label = re.match(r"([a-z]{5,}) ", span)
     if label and label.group(1) not in FUNCTIONS | OPERATORS | WORDS:
         return False
+    if re.match(r"[A-Z]{3,}:", span) or span.strip() == "…" or "sha256" in span:
+        return False  # printed text: a verdict (VIOLATION: …), an elision, a digest
     return bool(MATH_SIGN.search(span)) and not CODE_SIGN.search(span)
 
 
@@ -105,13 +109,34 @@ def tex(span: str, *, in_table: bool = False) -> str:
             i = j
             continue
         if i + 1 < len(span) and span[i + 1] in COMBINING:
-            base = GREEK.get(ch, ch)
+            base = r"\Sigma" if ch == "Σ" else GREEK.get(ch, ch)  # Σ̂: a matrix, not a sum
             out.append(COMBINING[span[i + 1]] + "{" + base + "}")
             i += 2
             continue
-        if ch in "^_" and (digits := re.match(r"-?[0-9]{2,}|-[0-9]", span[i + 1 :])):
-            out.append(ch + "{" + digits.group(0) + "}")
+        if ch in "^_" and (digits := re.match(r"[-−]?[0-9]{2,}|[-−][0-9]", span[i + 1 :])):
+            out.append(ch + "{" + digits.group(0).replace("−", "-") + "}")  # 2^−64: one group
             i += 1 + digits.end()
+            continue
+        if ch == "^" and span[i + 1 : i + 2] in ("⌈", "⌊"):  # 2^⌈log₂W⌉: the whole ceiling
+            end = span.find({"⌈": "⌉", "⌊": "⌋"}[span[i + 1]], i + 2)
+            end = len(span) if end < 0 else end + 1
+            out.append("^{" + tex(span[i + 1 : end], in_table=in_table) + "}")
+            i = end
+            continue
+        if ch == "^" and span[i + 1 : i + 2] == "(":  # 2^(k−1): the parentheses group
+            end = _braced(span, i + 1)
+            out.append("^{" + tex(span[i + 2 : end - 1], in_table=in_table) + "}")
+            i = end
+            continue
+        if ch in "^_" and (word := re.match(r"[A-Za-z]{2,}", span[i + 1 :])):
+            inner = tex(word.group(0), in_table=in_table)  # μ_lb, X_ij: the whole index
+            out.append(ch + "{" + inner + "}")
+            i += 1 + word.end()
+            continue
+        if ch == "^" and (sub := re.match(r"[−-]?([α-ωΑ-Ω])([₀-₉]+)", span[i + 1 :])):
+            inner = tex(sub.group(0), in_table=in_table)  # e^ε₀, e^−ε₀: ε₀ is the exponent
+            out.append("^{" + inner + "}")
+            i += 1 + sub.end()
             continue
         if (
             ch == " "

@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 from dpref.errors import ParameterError
 from dpref.validation import (
     ceil_float,
+    check_exact,
     check_fraction,
     check_probability_open,
     floor_float,
@@ -106,7 +107,7 @@ _TIGHT = Fraction(1, 2**64)
 
 def check_mu2(name: str, value: Any) -> Fraction:
     """μ² (or 2ρ): an exact rational in ``[2^−60, 2^20]``."""
-    v = check_fraction(name, value)
+    v = check_exact(name, value)
     if v <= 0:
         raise ParameterError(f"{name}={fmt(value)}: must be > 0")
     if not MIN_MU2 <= v <= MAX_MU2:
@@ -118,7 +119,8 @@ def check_mu2(name: str, value: Any) -> Fraction:
 
 
 def check_accounting_epsilon(name: str, value: Any) -> Fraction:
-    """ε for an accounting query: exact, finite, ``0 ≤ ε ≤ 2^40``."""
+    """ε for an accounting query: exact, finite, ``0 ≤ ε ≤ 2^40``; a float at its exact
+    binary value (the floats :meth:`GaussianDP.epsilon` returns are certified as they are)."""
     v = check_fraction(name, value)
     if v < 0:
         raise ParameterError(f"{name}={fmt(value)}: must be >= 0")
@@ -340,7 +342,7 @@ class GaussianDP:
     @classmethod
     def from_rho(cls, rho: Any) -> GaussianDP:
         """The GDP of a linear Gaussian mechanism with L2 privacy sum ``2ρ``: ``μ² = 2ρ``."""
-        r = check_fraction("rho", rho)
+        r = check_exact("rho", rho)
         if r <= 0:
             raise ParameterError(f"rho={fmt(rho)}: must be > 0")
         if not MIN_MU2 <= 2 * r <= MAX_MU2:
@@ -431,7 +433,7 @@ class ZCDP:
     """ρ, exact."""
 
     def __post_init__(self) -> None:
-        r = check_fraction("rho", self.rho)
+        r = check_exact("rho", self.rho)
         if r <= 0:
             raise ParameterError(f"rho={fmt(self.rho)}: must be > 0")
         check_mu2("2*rho", 2 * r)

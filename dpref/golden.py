@@ -185,6 +185,13 @@ GRID: dict[str, tuple[GridConfig, ...]] = {
         ),
     ),
     "smooth": (GridConfig(),),
+    "blue": (
+        GridConfig({"k": 2}, (1, 2, 3, 4, 5, 7, 8, 9, 16)),
+        GridConfig({"k": 3}, (1, 2, 3, 4, 8, 9, 10, 27)),
+        GridConfig({"k": 3, "layout": "elders"}, (1, 2, 3, 5, 8, 9, 14)),
+        GridConfig({"k": 3, "layout": "elders_full"}, (1, 2, 5, 9, 14)),
+        GridConfig({"k": 3, "budget": "1/4,1/8,1/16,1/16"}, (27,), kinds=False),
+    ),
 }
 """Per mechanism (its command-line name), the structures of the T grid; the first one is
 also built with every noise kind at every budget (:data:`KIND_HORIZONS`).  A registered

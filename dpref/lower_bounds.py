@@ -38,8 +38,10 @@ from typing import Any
 
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.rigorous import mp_context, mpf_fraction
+from dpref.types import Budget, Count, ExactReal, Horizon
 from dpref.validation import (
     check_epsilon,
+    check_exact,
     check_fraction,
     check_positive_int,
     check_probability_open,
@@ -125,19 +127,19 @@ def _power_upper_fixed(alpha: Fraction, d: int) -> Fraction:
     return Fraction(acc, one)
 
 
-def window_decay(window: Any) -> Decay:
+def window_decay(window: Count) -> Decay:
     """``g(i) = 1`` for ``i < W``, else 0."""
     return Decay("window", Fraction(check_positive_int("window", window)))
 
 
-def exponential_decay(alpha: Any) -> Decay:
+def exponential_decay(alpha: ExactReal) -> Decay:
     """``g(i) = α^i``, 0 < α < 1."""
     return Decay("exponential", check_probability_open("alpha", alpha))
 
 
-def polynomial_decay(c: Any) -> Decay:
+def polynomial_decay(c: ExactReal) -> Decay:
     """``g(i) = (i+1)^{−c}``, c > 1."""
-    value = check_fraction("c", c)
+    value = check_exact("c", c)
     if value <= 1:
         raise ParameterError(f"c={fmt(c)}: must be > 1")
     return Decay("polynomial", value)
@@ -182,7 +184,7 @@ class LowerBound:
         }
 
 
-def packing_distance(epsilon: Any, q: Any) -> int:
+def packing_distance(epsilon: Budget, q: Count) -> int:
     """``D* = max{D ≥ 0 : e^{εD} < 2q} = ⌈ln(2q)/ε⌉ − 1``, exactly."""
     eps = check_epsilon("epsilon", epsilon)
     n = check_positive_int("q", q)
@@ -210,7 +212,7 @@ def _decay_of(g: Any) -> Decay:
     raise DprefTypeError(f"g={fmt(g)}: must be a Decay or a mechanism that declares its decay")
 
 
-def lower_bound(g: Decay | Any, epsilon: Any, q: Any) -> LowerBound:
+def lower_bound(g: Decay | Any, epsilon: Budget, q: Count) -> LowerBound:
     """Patent Lemma 2 / Theorem 7: ``C ≥ ½ Σ_{i<D} g(i)`` with ``D = ⌈ln(2q)/ε⌉ − 1``.
 
     Parameters
@@ -276,7 +278,7 @@ class FactorizationLowerBound:
 
 
 def factorization_lower_bound(
-    rho: Any, horizon: Any, sensitivity: Any = 1
+    rho: Budget, horizon: Horizon, sensitivity: ExactReal = 1
 ) -> FactorizationLowerBound:
     """The smallest maximum variance any linear Gaussian counter can have at T and ρ.
 

@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from dpref.errors import ParameterError
-from dpref.validation import ceil_float, check_fraction, check_probability_open, fmt
+from dpref.validation import ceil_float, check_exact, check_probability_open, fmt
 
 __all__ = [
     "check_alpha",
@@ -96,7 +96,7 @@ def check_alpha(alpha: Any) -> Fraction:
 
 def check_delta(delta: Any) -> Fraction:
     """AllWindowSum's δ in ``[1 + 2^−32, 128]``."""
-    d = check_fraction("delta", delta)
+    d = check_exact("delta", delta)
     if d <= 1:
         raise ParameterError(f"delta={fmt(delta)}: must be > 1")
     if d < DELTA_MIN:
@@ -114,7 +114,7 @@ def check_delta(delta: Any) -> Fraction:
 
 def check_c(c: Any) -> Fraction:
     """PolynomialSum's c in ``(1, 16]``."""
-    v = check_fraction("c", c)
+    v = check_exact("c", c)
     if v <= 1:
         raise ParameterError(f"c={fmt(c)}: must be > 1")
     if v > C_MAX:

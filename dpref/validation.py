@@ -8,6 +8,7 @@ value converted to its canonical type.  They run before any noise is drawn.
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 import numbers
 import re
@@ -29,6 +30,7 @@ __all__ = [
     "ceil_sqrt_float",
     "check_choice",
     "check_epsilon",
+    "check_exact",
     "check_flag",
     "check_fraction",
     "check_int_range",
@@ -42,6 +44,7 @@ __all__ = [
     "choose_from",
     "floor_float",
     "fmt",
+    "fmt_sequence",
     "is_real_number",
     "parse_number_string",
 ]
@@ -54,12 +57,26 @@ MAX_STRING_EXPONENT = 4000
 _EXPONENT = re.compile(r"[eE]\s*([+-]?[0-9_]+)\s*$")
 
 
+FMT_LENGTH = 60
+"""Longest rendering :func:`fmt` gives of one value (characters; a longer repr is cut)."""
+_SHOWN_ITEMS = 3
+"""How many items an abbreviated array, frame or sequence shows."""
+
+
 def fmt(value: Any) -> str:
     """Render a value for an error message, short and unambiguous.
 
-    Never raises (an error message must survive its subject): a ``__repr__`` that raises
-    or returns a non-string gives ``<TypeName object: repr raised E>``.
+    A scalar or a short sequence is its ``repr`` (one line, at most :data:`FMT_LENGTH`
+    characters); an array, a pandas object or a sequence of more than 8 items is
+    abbreviated to its type, shape and first items — ``<DataFrame of shape (10000, 2):
+    columns 'a', 'b'>``, ``<ndarray of shape (1000000,): 0.0, 1.0, 2.0, …>`` — at a cost
+    that does not grow with its size.  Never raises (an error message must survive its
+    subject): a ``__repr__`` that raises or returns a non-string gives ``<TypeName object:
+    repr raised E>``.
     """
+    brief = _abbreviated(value, None)
+    if brief is not None:
+        return brief
     try:
         text = repr(value)
         if not isinstance(text, str):
@@ -70,9 +87,78 @@ def fmt(value: Any) -> str:
         raise
     except BaseException as exc:  # a hostile or broken __repr__
         text = f"<{_type_name(value)} object: repr raised {_type_name(exc)}>"
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return text
+    return _clip(text, FMT_LENGTH)
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` on one line (runs of blanks and newlines made one blank), at most ``limit``
+    characters (``...`` marks a cut)."""
+    if "\n" in text or "\r" in text:
+        text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shape_of(value: Any) -> tuple[int, ...] | None:
+    """``value.shape`` when it is a tuple of ints, else ``(len(value),)`` for a sized
+    non-string, else None (never raises)."""
+    if isinstance(value, str | bytes | bytearray):
+        return None
+    try:
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple) and all(isinstance(d, int) for d in shape):
+            return shape
+        if hasattr(value, "__len__"):
+            return (len(value),)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return None
+    return None
+
+
+def _pandas_class(value: Any) -> str | None:
+    """The pandas class a value is (``"DataFrame"``, ``"Series"``, …) or None; pandas is
+    not imported."""
+    try:
+        klass = type(value)
+        return klass.__name__ if klass.__module__.startswith("pandas") else None
+    except Exception:
+        return None
+
+
+def _first_items(value: Any) -> str:
+    """The first :data:`_SHOWN_ITEMS` items of a long array, pandas object or sequence
+    (a DataFrame: its first column names), each clipped; "" when they cannot be read."""
+    try:
+        columns = getattr(value, "columns", None)
+        if columns is not None and type(value).__module__.startswith("pandas"):
+            names = [fmt(c) for c in list(columns[:_SHOWN_ITEMS])]
+            more = ", …" if len(columns) > _SHOWN_ITEMS else ""
+            return f": columns {', '.join(names)}{more}"
+        if isinstance(value, np.ndarray):
+            items = value.flat[:_SHOWN_ITEMS].tolist()
+        elif type(value).__module__.startswith("pandas") and hasattr(value, "iloc"):
+            items = value.iloc[:_SHOWN_ITEMS].tolist()
+        else:
+            items = list(itertools.islice(iter(value), _SHOWN_ITEMS))
+        return ": " + ", ".join(_clip(fmt(v), 16) for v in items) + ", …"
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return ""
+
+
+def _abbreviated(value: Any, shape: tuple[int, ...] | None) -> str | None:
+    """``<list of shape (9,): 1, 2, 3, …>`` for a value of more than 8 items or a
+    DataFrame (``shape`` when the caller knows it), else None."""
+    if shape is None:
+        shape = _shape_of(value)
+        if shape is None:
+            return None
+    if math.prod(shape) <= 8 and (len(shape) <= 1 or _pandas_class(value) != "DataFrame"):
+        return None
+    text = f"<{_type_name(value)} of shape {shape}{_first_items(value)}>"
+    return _clip(text, 2 * FMT_LENGTH)
 
 
 def _type_name(value: Any) -> str:
@@ -93,20 +179,12 @@ def parse_number_string(name: str, value: str) -> Fraction:
 def fmt_sequence(value: Any, shape: tuple[int, ...] | None = None) -> str:
     """Render a sequence-like value for an error message without printing a long one.
 
-    Short inputs are shown as :func:`fmt` shows them; a long list or array (or one whose
-    shape is given) as ``<list of shape (9,)>`` — its repr would cost time and memory
-    proportional to its length on the error path.
+    As :func:`fmt` (which abbreviates every long value the same way), with the shape given
+    when the caller has already computed it (e.g. from ``np.asarray``): ``<list of shape
+    (9,): 1, 1, 1, …>``.
     """
-    if shape is None:
-        shape = getattr(value, "shape", None)
-        if not (isinstance(shape, tuple) and all(isinstance(d, int) for d in shape)):
-            try:
-                shape = (len(value),)
-            except TypeError:
-                return fmt(value)
-    if math.prod(shape) <= 8:
-        return fmt(value)
-    return f"<{type(value).__name__} of shape {shape}>"
+    brief = _abbreviated(value, shape)
+    return fmt(value) if brief is None else brief
 
 
 def _is_bool(value: Any) -> bool:
@@ -150,9 +228,11 @@ def _parse_number_string(name: str, value: str) -> Fraction:
 def check_fraction(name: str, value: Any) -> Fraction:
     """Convert an exact-able real number to :class:`Fraction`.
 
-    Accepts ints, Fractions, finite floats (converted exactly, so ``0.1`` becomes
-    the binary fraction nearest 0.1; numpy floats of every width, ``longdouble``
-    included) and strings such as ``"1/3"`` or ``"0.5"`` of at most
+    For numbers that come out of a computation (plan-file entries, BLT's θ/ω): a
+    parameter a person gives goes through :func:`check_exact`, which reads a float as
+    the decimal it prints as.  Accepts ints, Fractions, finite floats (converted exactly,
+    so ``0.1`` becomes the binary fraction nearest 0.1; numpy floats of every width,
+    ``longdouble`` included) and strings such as ``"1/3"`` or ``"0.5"`` of at most
     :data:`MAX_NUMBER_STRING` characters whose exponent (``"1e-5"``) lies within
     ±:data:`MAX_STRING_EXPONENT`.  Rejects bools, complex numbers, ``timedelta64``,
     ``datetime64`` and other non-real objects (:class:`~dpref.errors.DprefTypeError`).
@@ -182,9 +262,45 @@ def check_fraction(name: str, value: Any) -> Fraction:
     raise DprefTypeError(f"{name}={fmt(value)}: must be a real number")
 
 
+def check_exact(name: str, value: Any) -> Fraction:
+    """An exact parameter a person gives (a privacy budget, a decay parameter), as a
+    :class:`~fractions.Fraction`; **a float is read as the decimal it prints as**.
+
+    The rule for floats (docs/getting-started.md, "Floats as budgets"): a float is read as
+    the shortest decimal that round-trips — ``Fraction(repr(x))`` for a Python float
+    (``0.1`` is exactly ``1/10``), numpy's shortest unique digits at the float's own width
+    for ``float16``/``float32``/``longdouble`` — so ``epsilon=0.1``, ``epsilon="0.1"`` and
+    ``--epsilon 0.1`` on the command line are the same ``1/10``.  NaN and infinities are
+    refused (:class:`~dpref.errors.ParameterError`); ints, Fractions and other rationals
+    stay exact; strings are parsed as :func:`check_fraction` parses them.  Numbers that
+    come out of a computation (BLT's θ/ω, plan-file entries) are read by
+    :func:`check_fraction` instead, at their exact binary value.
+    """
+    if _is_bool(value):
+        raise DprefTypeError(f"{name}={fmt(value)}: must be a real number, not a bool")
+    if isinstance(value, np.floating) and not isinstance(value, float):
+        if not np.isfinite(value):
+            raise ParameterError(f"{name}={fmt(value)}: must be finite")
+        return Fraction(np.format_float_scientific(value, unique=True))
+    if isinstance(value, numbers.Rational) and not isinstance(value, Fraction | numbers.Integral):
+        return Fraction(int(value.numerator), int(value.denominator))
+    if is_real_number(value) and not isinstance(value, numbers.Rational):
+        try:
+            as_float = float(value)
+        except Exception as exc:  # a raising __float__ of the caller's
+            raise DprefTypeError(
+                f"{name}={fmt(value)}: not convertible to float ({_type_name(exc)})"
+            ) from None
+        if not math.isfinite(as_float):
+            raise ParameterError(f"{name}={fmt(value)}: must be finite")
+        return Fraction(repr(as_float))
+    return check_fraction(name, value)
+
+
 def check_epsilon(name: str, value: Any) -> Fraction:
-    """A privacy parameter: finite and strictly positive, returned exactly."""
-    eps = check_fraction(name, value)
+    """A privacy parameter: finite and strictly positive, returned exactly (a float is
+    read as the decimal it prints as: :func:`check_exact`)."""
+    eps = check_exact(name, value)
     if eps <= 0:
         raise ParameterError(f"{name}={fmt(value)}: must be > 0")
     return eps
@@ -200,8 +316,8 @@ finite float; beyond Δ's own limit the mechanism refuses too (``MAX_UNIT_SCALE`
 
 def check_rho(name: str, value: Any) -> Fraction:
     """A zCDP parameter ρ: an exact rational with ``MIN_RHO <= ρ <= MAX_RHO`` (so ρ > 0
-    and finite: NaN and infinities are refused by :func:`check_fraction`)."""
-    rho = check_fraction(name, value)
+    and finite); a float is read as the decimal it prints as (:func:`check_exact`)."""
+    rho = check_exact(name, value)
     if rho <= 0:
         raise ParameterError(f"{name}={fmt(value)}: must be > 0")
     if rho > MAX_RHO:
@@ -235,11 +351,13 @@ def check_int_range(name: str, value: Any, low: int | None, high: int | None) ->
     return out
 
 
-def choose_from(value: object, names: Sequence[str]) -> str:
+def choose_from(value: object, names: Sequence[str], *, close: Sequence[str] | None = None) -> str:
     """The one way dpref lists valid names after an unknown ``value``: ``unknown; did you
     mean 'binary'? choose from kary, binary, …`` — the close names first
-    (:func:`difflib.get_close_matches`, at most three), then every name in its order."""
-    close = difflib.get_close_matches(value, list(names), n=3) if isinstance(value, str) else []
+    (:func:`difflib.get_close_matches`, at most three, unless the caller gives ``close``),
+    then every name in its order."""
+    if close is None:
+        close = difflib.get_close_matches(value, list(names), n=3) if isinstance(value, str) else []
     hint = f" did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown;{hint} choose from {', '.join(names)}"
 
@@ -310,8 +428,9 @@ def check_runs(name: str, value: Any) -> int:
 
 
 def check_probability_open(name: str, value: Any) -> Fraction:
-    """A number strictly inside (0, 1), returned exactly."""
-    p = check_fraction(name, value)
+    """A number strictly inside (0, 1), returned exactly (a float is read as the decimal
+    it prints as: :func:`check_exact`)."""
+    p = check_exact(name, value)
     if not 0 < p < 1:
         raise ParameterError(f"{name}={fmt(value)}: must be in the open interval (0, 1)")
     return p

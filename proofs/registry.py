@@ -27,7 +27,7 @@ from typing import Any
 
 from dpref.errors import DprefTypeError, ParameterError
 from dpref.mechanisms import MECHANISMS, Mechanism
-from dpref.validation import check_int_range, fmt
+from dpref.validation import check_int_range, choose_from, fmt
 from proofs.core import FAILED, ClaimResult, label
 
 __all__ = [
@@ -105,9 +105,7 @@ def resolve_names(names: Any, option: str | None = None) -> list[type[Any]]:
         where = option or f"names[{i}]"
         if not isinstance(name, str) or name not in by_name:
             known = [*MECHANISMS, *(c.__name__ for c in subjects())]
-            raise ParameterError(
-                f"{where}={fmt(name)}: unknown mechanism; choose from {', '.join(known)}"
-            )
+            raise ParameterError(f"{where}={fmt(name)}: {choose_from(name, known)}")
         if by_name[name] not in chosen:
             chosen.append(by_name[name])
     return chosen

@@ -12,6 +12,8 @@ from dpref.sensitivity import NOTEBOOK_QUERIES
 __all__ = [
     "SENSITIVITY_QUERIES",
     "bit_streams",
+    "float_budgets",
+    "float_fractions",
     "junk",
     "monotone_cdfs",
     "node_noise_for",
@@ -21,6 +23,13 @@ __all__ = [
 ]
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+float_budgets = st.floats(min_value=2.0**-60, max_value=2.0**60)
+"""Finite float budgets every mechanism accepts as ε or ρ at Δ = 1 (ε in [2^-400, 2^400],
+ρ in [2^-800, 2^400])."""
+
+float_fractions = st.floats(min_value=2.0**-20, max_value=1 - 2.0**-20)
+"""Floats in (0, 1) every decay α and zCDP ρ accepts (α ≤ 1 − 2^-64)."""
 
 
 def bit_streams(min_size: int = 1, max_size: int = 64) -> st.SearchStrategy[np.ndarray]:

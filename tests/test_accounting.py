@@ -24,6 +24,7 @@ from dpref.accounting import (
     GaussianDP,
 )
 from dpref.errors import DprefError, DprefTypeError, ParameterError
+from dpref.validation import check_exact
 
 MU2S = (Fraction(1, 100), Fraction(1, 4), Fraction(1), Fraction(2), Fraction(9), Fraction(64))
 EPSILONS = (0, Fraction(1, 10), Fraction(1, 2), 1, 2, 3, 5)
@@ -116,7 +117,8 @@ def test_delta_is_decreasing_in_epsilon_and_increasing_in_mu(mu2: Fraction) -> N
 def test_epsilon_round_trip(mu2: Fraction, delta: object) -> None:
     g = GaussianDP(mu2)
     eps = g.epsilon(delta)
-    d = Fraction(delta)  # type: ignore[arg-type]
+    # a float δ is read as the decimal it prints as (1e-12 is 1/10^12): check_exact
+    d = check_exact("delta", delta)
     # rounded up: δ(ε) ≤ δ exactly, and the next float down is not certified
     assert g.delta_bounds(eps)[1] <= d
     if eps > 0:

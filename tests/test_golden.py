@@ -86,7 +86,7 @@ def test_coverage_every_mechanism_kind_and_budget() -> None:
     excluded = {(e["mechanism"], e["noise_kind"]) for e in SHIPPED["excluded"]}
     assert excluded == {
         (m, k)
-        for m in ("exponential", "polynomial", "sqrt", "blt")
+        for m in ("exponential", "polynomial", "sqrt", "blt", "blue")
         for k in ("discrete", "discrete_gaussian")
     }
     for name in MECHANISMS:

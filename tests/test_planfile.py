@@ -113,7 +113,7 @@ def test_read_the_three_forms_and_round_trip(tmp_path: Path) -> None:
         ({"kind": "toeplitz", "C": [[1]]}, "C[0]=[1]"),
         ({"kind": "toeplitz", "C": [1.0, "inf"]}, "C[1]='inf'"),
         ({"kind": "toeplitz", "C": [1.0, 1e308 * 10]}, "C[1]=inf"),
-        ({"kind": "toeplitz", "C": [1], "scales": [1]}, "scales=...: unknown key"),
+        ({"kind": "toeplitz", "C": [1], "scales": [1]}, "scales=...: unknown; choose from "),
         ({"kind": "blt", "theta": ["1/2"], "omega": ["1/4"]}, "horizon=missing"),
         ({"kind": "blt", "theta": ["1/2"], "omega": [1, 2], "horizon": 3}, "omega: 2 scales"),
         ({"kind": "blt", "theta": [1.5], "omega": [0.1], "horizon": 3}, "theta[0]=1.5"),

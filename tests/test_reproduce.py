@@ -145,7 +145,7 @@ def test_list_names_every_experiment(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["nosuch", "--out", "{tmp}"], "name='nosuch': unknown experiment; choose from counting"),
+        (["nosuch", "--out", "{tmp}"], "name='nosuch': unknown; choose from counting"),
         (["counting", "--out", "{file}"], "exists and is not a directory"),
         (["counting", "--out", "{tmp}", "--seed", "-3"], "seed='-3'"),
         (["counting", "--out", "{tmp}", "--seed", "1.5"], "seed='1.5'"),

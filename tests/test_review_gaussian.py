@@ -123,16 +123,20 @@ def _rounds_up_as_double() -> np.longdouble:
 
 
 @pytest.mark.parametrize("name", ["rho", "epsilon"])
-def test_a_long_double_budget_is_taken_exactly_not_rounded_up(name: str) -> None:
+def test_a_long_double_budget_is_read_at_its_own_width_not_through_a_double(name: str) -> None:
     """check_fraction converted every numpy float through float(): a np.longdouble ρ (or ε)
     became the nearest double, above the caller's value for 1/5 — a mechanism calibrated to
-    a larger budget than the one given.  It is now converted exactly."""
+    a larger budget than the one given.  A float budget is now the shortest decimal that
+    round-trips at the float's own width (docs/getting-started.md): for a long double,
+    numpy's unique digits of the long double itself, never of a rounded double."""
     import dpref
 
     x = _rounds_up_as_double()
-    exact = Fraction(*x.as_integer_ratio())
+    shown = np.format_float_scientific(x, unique=True)
     m = dpref.Binary(**{name: x}, horizon=4)
-    assert getattr(m, name) == exact
+    assert getattr(m, name) == Fraction(shown)
+    assert np.longdouble(shown) == x  # the decimal denotes x at its width
+    assert getattr(m, name) != Fraction(float(x))  # not the double above it
 
 
 @pytest.mark.parametrize("bad", ["inf", "-inf", "nan"])

@@ -56,7 +56,8 @@ def test_plan_check_with_a_float_alpha_reports_huge_fractions() -> None:
     """α = 0.3 is a 2^−53-denominator binary fraction: at T = 512 the exact privacy sum
     has a ~27,000-bit denominator, and formatting it in the check's detail raised
     ``ValueError: Exceeds the limit (4300 digits)``."""
-    report = dpref.ExponentialSum(epsilon=1, alpha=0.3).plan(512).check()
+    # the float's binary value (a float alpha=0.3 is read as 3/10: docs/getting-started.md)
+    report = dpref.ExponentialSum(epsilon=1, alpha=Fraction(0.3)).plan(512).check()
     assert report.passed
     assert "≈" in report.checks[2].detail
 

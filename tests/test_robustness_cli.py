@@ -118,7 +118,11 @@ def test_plot_into_missing_directory(tmp_path: Path, capsys: Any) -> None:
 def test_plot_unknown_extension(tmp_path: Path, capsys: Any) -> None:
     pytest.importorskip("matplotlib")
     target = tmp_path / "plot.foo"
-    _bad([*_SENS, "--universe", "1,2", "--plot", str(target)], capsys, "unknown image format")
+    _bad(
+        [*_SENS, "--universe", "1,2", "--plot", str(target)],
+        capsys,
+        "image format 'foo': unknown; choose from ",
+    )
     assert not target.exists()
 
 

@@ -89,7 +89,8 @@ def test_exponential_alpha_range_edge_is_cheap() -> None:
 def test_exponential_exact_plan_has_a_work_bound() -> None:
     """``ExponentialSum(0.9).plan(4096).check()`` took over a minute (α = 0.9 is a
     54-bit fraction; the check multiplies ~T² powers of it)."""
-    m = ExponentialSum(alpha=0.9, epsilon=1)
+    # the float's binary value (a float alpha=0.9 is read as 9/10: docs/getting-started.md)
+    m = ExponentialSum(alpha=Fraction(0.9), epsilon=1)
     with pytest.raises(EnumerationBudgetError, match="horizon=4096"):
         m.plan(4096)
     with pytest.raises(EnumerationBudgetError, match="horizon=4096"):

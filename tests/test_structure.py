@@ -25,7 +25,16 @@ from proofs.registry import proof_for
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("dpref", "proofs")
 
-HEAVY = ("sympy", "matplotlib", "tqdm", "scipy.signal", "scipy.stats", "scipy.sparse", "dask")
+HEAVY = (
+    "sympy",
+    "matplotlib",
+    "tqdm",
+    "scipy.signal",
+    "scipy.stats",
+    "scipy.sparse",
+    "dask",
+    "pandas",
+)
 """Modules ``import dpref`` must not load (each costs 0.2–1.7 s or is an optional extra)."""
 
 
@@ -178,7 +187,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 LAYERS: list[tuple[str, ...]] = [
-    ("dpref.errors",),
+    ("dpref.errors", "dpref.types"),
     ("dpref.validation", "dpref.plugins", "dpref.caching", "dpref.lazy", "dpref.report_html"),
     ("dpref.rigorous", "dpref.noise", "dpref.dyadic", "dpref.accounting"),
     (
@@ -197,6 +206,8 @@ LAYERS: list[tuple[str, ...]] = [
         "proofs.core",
         "proofs.smt",
         "proofs.decayed_code",
+        "proofs.blue",
+        "proofs.blue_gls",
         "proofs.counting",
         "proofs.decayed",
         "proofs.elders",

@@ -38,6 +38,7 @@ __all__ = [
     "mechanism_params_from_args",
     "parse_domain",
     "plain_text",
+    "pyplot_for",
     "read_csv_column",
     "read_input",
     "read_stream",
@@ -71,7 +72,11 @@ class DprefParser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         """argparse's, but a leaf command (one without subcommands) that is left an unknown
-        option names it with the close options: ``--eps`` is not ``--epsilon``."""
+        option names it with the close options: ``--eps`` is not ``--epsilon``; an unknown
+        option before the subcommand (``dpref --eps 1 release …``) is named, not mistaken
+        for the subcommand's value."""
+        if self._subparsers:
+            self._check_options_before_command(list(sys.argv[1:] if args is None else args))
         ns, extras = super().parse_known_args(args, namespace)
         if extras and not self._subparsers:
             options = [o for o in self._option_string_actions if o.startswith("--")]
@@ -88,6 +93,27 @@ class DprefParser(argparse.ArgumentParser):
                         )
                     break
         return ns, extras
+
+    def _check_options_before_command(self, args: list[str]) -> None:
+        """An option this parser does not know, before its subcommand, is a usage error in
+        :func:`choose_from`'s format that says where a subcommand's options go.  Close names
+        are an abbreviation or a near-miss of the option's word (``--epsilon`` is no typo of
+        ``--version``, though :mod:`difflib` rates the two 0.78 with their dashes)."""
+        known = self._option_string_actions
+        for token in args:
+            if token == "--" or not token.startswith("-") or token == "-":
+                return  # the subcommand (or an operand): the rest is its business
+            name = token.split("=", 1)[0]
+            if name not in known:
+                options = [o for o in known if o.startswith("--")]
+                words = {o.lstrip("-"): o for o in options}
+                close = [o for o in options if o.startswith(name) and name.startswith("--")]
+                near = difflib.get_close_matches(name.lstrip("-"), list(words), n=3, cutoff=0.8)
+                self.error(
+                    f"{name}: {choose_from(name, options, close=close or [words[w] for w in near])}"
+                    f" (a command's own options go after it: {self.prog} COMMAND {name} …)"
+                )
+            # a known option: dpref's group parsers have none that takes a value
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """A value outside ``choices`` (a subcommand, ``--noise``) is named with the close
@@ -204,6 +230,33 @@ def check_target(spec: str, option: str = "target") -> None:
         )
 
 
+def pyplot_for(path: str, option: str = "--plot") -> Any:
+    """matplotlib's pyplot (Agg), once ``path`` is known to name a writable file in an image
+    format matplotlib writes: checked before anything is computed or drawn.  An unknown
+    format is named with the close ones and the list (:func:`choose_from`)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise ParameterError(
+            f"{option}={fmt(path)}: needs matplotlib; install it with: pip install 'dpref[plot]'"
+        ) from None
+    target = os.path.abspath(path)
+    ext = os.path.splitext(target)[1][1:].lower()
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if ext not in formats:
+        raise ParameterError(
+            f"{option}={fmt(path)}: image format {fmt(ext)}: {choose_from(ext, formats)}"
+        )
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        raise ParameterError(f"{option}={fmt(path)}: directory {fmt(parent)} does not exist")
+    return plt
+
+
 def parse_domain(text: str, neighbours: str) -> Domain:
     """``bits``, ``LO:HI``, ``int:LO:HI`` or ``real:LO:HI``.
 
@@ -220,7 +273,8 @@ def parse_domain(text: str, neighbours: str) -> Domain:
     elif len(parts) == 3 and parts[0] in ("int", "real"):
         kind = parts.pop(0)
     else:
-        raise ParameterError(f"--domain={fmt(text)}: expected bits, LO:HI, int:LO:HI or real:LO:HI")
+        forms = ["bits", "LO:HI", "int:LO:HI", "real:LO:HI"]
+        raise ParameterError(f"--domain={fmt(text)}: {choose_from(text, forms)}")
     nb: Any = neighbours
     if kind == "int" and not all(_is_int(p) for p in parts):
         raise ParameterError(f"--domain={fmt(text)}: integer bounds expected")

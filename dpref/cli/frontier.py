@@ -76,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
         eps = None
     else:
         budget, eps = {}, _number_arg("epsilon", args.epsilon)
+    _check_mechanisms(args.mechanism, "zcdp" if args.rho is not None else "pure")
+    if args.plot:
+        from dpref.cli.common import pyplot_for
+
+        pyplot_for(args.plot)  # a mistyped image format fails before anything is computed
     full = frontier(horizon, eps, args.objective, args.mechanism, sensitivity=delta, **budget)
     drawn = plot(full, args.plot) if args.plot else []
     report = full if top is None else full.head(top)
@@ -89,6 +94,25 @@ def run(args: argparse.Namespace) -> int:
         if args.plot:
             print(f"plot: {args.plot} ({', '.join(drawn)})")
     return 0
+
+
+def _check_mechanisms(names: list[str] | None, privacy: str) -> None:
+    """Each ``--mechanism`` is a counter the frontier compares under this budget, else an
+    error in the format of every unknown name (:func:`~dpref.validation.choose_from`)."""
+    from dpref.errors import ParameterError
+    from dpref.frontier import counting_mechanisms
+    from dpref.mechanisms import MECHANISMS
+    from dpref.validation import choose_from, fmt
+
+    valid = [c.name for c in counting_mechanisms() if privacy in c.frontier_privacy]
+    for name in names or []:
+        if name in valid:
+            continue
+        if name in MECHANISMS:  # registered, but not a counter compared under this budget
+            flag = "--rho (zCDP)" if privacy == "zcdp" else "--epsilon (pure DP)"
+            why = f"not a counter the frontier compares under {flag}; choose from"
+            raise ParameterError(f"--mechanism={fmt(name)}: {why} {', '.join(valid)}")
+        raise ParameterError(f"--mechanism={fmt(name)}: {choose_from(name, valid)}")
 
 
 def _int_arg(name: str, text: str, check: Any) -> int:

@@ -24,12 +24,17 @@ from dpref.mechanisms.factorization import BLT, SqrtFactorization
 from dpref.mechanisms.smooth import SmoothBinary
 from dpref.mechanisms.trees import Honaker, KaryTree
 
+# isort: split
+# BlueTree imports Elders and the trees: imported last, so the registry keeps its order.
+from dpref.mechanisms.blue import BlueTree
+
 __all__ = [
     "BLT",
     "EXACT",
     "MECHANISMS",
     "AllWindowSum",
     "Binary",
+    "BlueTree",
     "BudgetTerm",
     "Elders",
     "ExactOps",

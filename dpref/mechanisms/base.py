@@ -46,6 +46,7 @@ from dpref.mechanisms.declarations import (
     check_node_noise,
     numpydoc_parameters,
 )
+from dpref.mechanisms.frames import pandas_io, pandas_paths
 from dpref.mechanisms.keywords import guard_init
 from dpref.mechanisms.online_counter import OnlineCounter
 from dpref.mechanisms.variance_floats import counts_to_floats
@@ -63,6 +64,7 @@ from dpref.noise import (
     standard_normal,
 )
 from dpref.plan import ExactSparse, LinearPlan, TargetRows
+from dpref.types import Budget, Count, Horizon, Seed, Stream
 from dpref.validation import (
     ceil_float,
     ceil_sqrt_float,
@@ -186,8 +188,8 @@ class Mechanism(ABC):
     Parameters
     ----------
     epsilon
-        The privacy budget ε > 0 for pure ε-DP (kept exactly as a
-        :class:`~fractions.Fraction`); give exactly one of ``epsilon`` and ``rho``.
+        The privacy budget ε > 0 for pure ε-DP, kept exactly (a float is read as its
+        decimal: ``0.1`` is 1/10, :data:`~dpref.types.Budget`); give one of ε and ρ.
     rho
         The zCDP budget ρ > 0 (exact) for Gaussian noise: the release is ρ-zCDP and
         exactly √(2ρ)-GDP (docs/gaussian.md).
@@ -231,6 +233,7 @@ class Mechanism(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         guard_init(cls)  # a missing or unknown keyword: a DprefTypeError naming it
+        pandas_paths(cls)  # a pandas Series in, a Series out (dpref.mechanisms.frames)
         if cls.__dict__.get("name") and cls.__module__.startswith("dpref."):
             register_mechanism(cls)
 
@@ -314,9 +317,9 @@ class Mechanism(ABC):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any = None,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon | None = None,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:
@@ -724,11 +727,13 @@ class Mechanism(ABC):
         return check_node_noise(noise, n_nodes, runs)
 
     # ---------------------------------------------------------------- release
-    def release(self, stream: Any, rng: Any = None, *, noise: Any = None) -> FloatArray:
+    @pandas_io("one")
+    def release(self, stream: Stream, rng: Seed = None, *, noise: Any = None) -> FloatArray:
         """Release one noisy answer per item (float64, length ``len(stream)``).
 
         ``noise``, when given, is the node noise in canonical order (no randomness
         is used); otherwise it is drawn from ``rng`` (a Generator, a seed or None).
+        A pandas Series (or one-column DataFrame) comes back as one, its index kept.
         """
         x = self._stream(stream)
         t = x.size
@@ -742,10 +747,12 @@ class Mechanism(ABC):
         out += self._target_checked(x)
         return out
 
+    @pandas_io("many")
     def release_many(
-        self, stream: Any, runs: Any, rng: Any = None, *, noise: Any = None
+        self, stream: Stream, runs: Count, rng: Seed = None, *, noise: Any = None
     ) -> FloatArray:
-        """``runs`` independent releases of one stream, shape (runs, T), vectorised.
+        """``runs`` independent releases of one stream, shape (runs, T), vectorised (a
+        pandas stream: a DataFrame, one row per run, its index as the columns).
 
         Run r uses the r-th block of node draws, so row r equals the r-th of ``runs``
         successive :meth:`release` calls on the same Generator.

@@ -49,6 +49,7 @@ from dpref.mechanisms.trees import (
 )
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
+from dpref.types import Budget, BudgetSplit, Count, Horizon
 from dpref.validation import ceil_float, check_int_range
 
 __all__ = ["Binary", "Hybrid", "SimpleI", "SimpleII", "TwoLevel"]
@@ -292,10 +293,10 @@ class TwoLevel(_UniformCounting):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any,
-        block_size: Any = None,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon,
+        block_size: Count | None = None,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:
@@ -482,10 +483,10 @@ class Binary(_UniformCounting):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any,
-        budget: Any = "uniform",
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon,
+        budget: BudgetSplit = "uniform",
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

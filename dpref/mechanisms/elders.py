@@ -62,6 +62,7 @@ from dpref.mechanisms.base import (
 from dpref.mechanisms.tree_arith import ARRAY, op_ite, op_le
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
+from dpref.types import Budget, Count, Horizon
 from dpref.validation import ceil_float, check_int_range, fmt
 
 __all__ = [
@@ -228,10 +229,10 @@ class Elders(Mechanism):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any,
-        k: Any = 19,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon,
+        k: Count = 19,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

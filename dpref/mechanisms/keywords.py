@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dpref.errors import DprefTypeError
+from dpref.validation import fmt
 
 __all__ = ["call_error", "guard_init"]
 
@@ -42,7 +43,7 @@ def call_error(
             close = difflib.get_close_matches(key, keywords, n=1)
             hint = f"did you mean {close[0]}=? " if close else ""
             return DprefTypeError(
-                f"{key}={value!r}: {name} has no parameter {key!r}; {hint}"
+                f"{key}={fmt(value)}: {name} has no parameter {key!r}; {hint}"
                 f"its parameters: {', '.join(keywords)}"
             )
     missing = [

@@ -76,6 +76,7 @@ from dpref.mechanisms.base import (
 )
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
+from dpref.types import Budget, Horizon
 from dpref.validation import ceil_float, check_int_range
 
 __all__ = [
@@ -267,9 +268,9 @@ class SmoothBinary(Mechanism):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

@@ -29,7 +29,7 @@ from dpref.mechanisms.tree_arith import (
     tree_objective,
     uniform_split,
 )
-from dpref.validation import check_fraction, check_int_range, fmt
+from dpref.validation import check_exact, check_fraction, check_int_range, choose_from, fmt
 
 __all__ = [
     "BUDGETS",
@@ -210,7 +210,8 @@ def _check_budget_sequence(
             raise DprefTypeError(f"budget={fmt(budget)}: not a sequence ({exc})") from None
         if arr.ndim != 1:
             raise DprefTypeError(
-                f"budget={fmt(budget)}: one of {BUDGETS} or a 1-D sequence of per-level ε_h"
+                f"budget={fmt(budget)}: one of {', '.join(BUDGETS)} or a 1-D sequence of "
+                "per-level ε_h"
             )
         items = list(arr.tolist()) if arr.size <= levels + 1 else [None] * arr.size
     if len(items) != levels:
@@ -218,7 +219,7 @@ def _check_budget_sequence(
             f"budget={fmt(budget)}: {len(items)} per-level values, but the tree has "
             f"L={levels} levels"
         )
-    values = tuple(check_fraction("budget", v) for v in items)
+    values = tuple(check_exact("budget", v) for v in items)
     if any(v <= 0 for v in values):
         raise ParameterError(f"budget={fmt(budget)}: every per-level ε_h must be > 0")
     total = sum(values, Fraction(0))
@@ -267,7 +268,8 @@ def level_budget(
             raise
         except ParameterError:
             raise ParameterError(
-                f"budget={fmt(budget)}: must be one of {BUDGETS} or L per-level ε_h"
+                f"budget={fmt(budget)}: {choose_from(budget, BUDGETS)} (or L per-level ε_h, "
+                "comma-separated)"
             ) from None
     if (
         isinstance(budget, bool)
@@ -275,7 +277,7 @@ def level_budget(
         or not (isinstance(budget, str | list | tuple | np.ndarray))
     ):
         raise DprefTypeError(
-            f"budget={fmt(budget)}: one of {BUDGETS} or a sequence of L per-level ε_h"
+            f"budget={fmt(budget)}: one of {', '.join(BUDGETS)} or a sequence of L per-level ε_h"
         )
     return "explicit", _check_budget_sequence(budget, levels, epsilon, total_name)
 
@@ -346,5 +348,5 @@ def validate_budget_form(budget: Any) -> None:
         return
     if isinstance(budget, bool) or not isinstance(budget, list | tuple | np.ndarray):
         raise DprefTypeError(
-            f"budget={fmt(budget)}: one of {BUDGETS} or a sequence of L per-level ε_h"
+            f"budget={fmt(budget)}: one of {', '.join(BUDGETS)} or a sequence of L per-level ε_h"
         )

@@ -38,7 +38,7 @@ References
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -83,6 +83,7 @@ from dpref.mechanisms.tree_budgets import (
 from dpref.mechanisms.tree_layout import LAYOUTS, cat, prefix_sum_of_nodes, valuations
 from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
+from dpref.types import Budget, BudgetSplit, Count, Horizon
 from dpref.validation import ceil_float, check_choice, fmt
 
 __all__ = [
@@ -517,13 +518,13 @@ class KaryTree(_Tree):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any,
-        k: Any = "auto",
-        combine: Any = False,
-        budget: Any = "uniform",
-        objective: Any = "mean",
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon,
+        k: Count | Literal["auto"] = "auto",
+        combine: bool = False,
+        budget: BudgetSplit = "uniform",
+        objective: Literal["mean", "max"] = "mean",
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:
@@ -633,10 +634,10 @@ class Honaker(_Tree):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any,
-        budget: Any = "uniform",
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon,
+        budget: BudgetSplit = "uniform",
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

@@ -26,6 +26,7 @@ from dpref.planfile.model import (
     FloatArray,
     PlanFile,
 )
+from dpref.validation import choose_from
 
 MAX_JSON_BYTES = 64 << 20
 """Largest JSON plan file read (64 MiB)."""
@@ -125,22 +126,24 @@ def make_plan(
     from_npz = bool(doc.get("__npz__"))
     kind = doc.get("kind", "dense")
     if not isinstance(kind, str) or kind not in KINDS:
-        raise _error(f"kind={_short(kind)}: expected one of {', '.join(KINDS)}")
+        raise _error(f"kind={_short(kind)}: {choose_from(kind, KINDS)}")
     allowed = (*KEYS[kind], *COMMON_KEYS)
     extra = sorted(k for k in doc if k not in allowed and k != "__npz__")
     if extra:
-        raise _error(f"{extra[0]}=...: unknown key (expected {', '.join(allowed)})")
+        raise _error(
+            f"{extra[0]}=...: {choose_from(extra[0], allowed)} (the keys of kind {kind!r})"
+        )
     declared = doc.get("precision")
     if declared is not None and declared not in PRECISIONS:
-        raise _error(f"precision={_short(declared)}: expected float64 or float32")
+        raise _error(f"precision={_short(declared)}: {choose_from(declared, PRECISIONS)}")
     if precision is not None and precision not in PRECISIONS:
-        raise _error(f"precision={_short(precision)}: expected float64 or float32")
+        raise _error(f"precision={_short(precision)}: {choose_from(precision, PRECISIONS)}")
     comment = doc.get("comment")
     if comment is not None and not isinstance(comment, str):
         raise _error(f"comment={_short(comment)}: must be a string")
     noise = doc.get("noise")
     if noise is not None and noise not in NOISE_LAWS:
-        raise _error(f"noise={_short(noise)}: expected laplace or gaussian")
+        raise _error(f"noise={_short(noise)}: {choose_from(noise, NOISE_LAWS)}")
     data = [doc[k] for k in KEYS[kind] if k in doc]
     exact = not from_npz and not any(_has_float(v) for v in data)
     float32_arrays = from_npz and any(

@@ -72,15 +72,15 @@ def _versions() -> dict[str, str | None]:
 
 def _check(args: argparse.Namespace) -> tuple[list[str], Path, int]:
     from dpref.errors import ParameterError
-    from dpref.validation import check_int_range, fmt
+    from dpref.validation import check_int_range, choose_from, fmt
 
     names = [*EXPERIMENTS, "all"]
     if args.name is None:
-        raise ParameterError("name=None: give an experiment (" + ", ".join(names) + ") or --list")
-    if args.name not in names:
         raise ParameterError(
-            f"name={fmt(args.name)}: unknown experiment; choose from {', '.join(names)}"
+            f"name=None: give an experiment or --list; choose from {', '.join(names)}"
         )
+    if args.name not in names:
+        raise ParameterError(f"name={fmt(args.name)}: {choose_from(args.name, names)}")
     if args.out is None:
         raise ParameterError("out=None: give the output directory with --out DIR")
     out = Path(args.out)

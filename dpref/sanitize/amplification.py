@@ -35,6 +35,7 @@ from typing import Any
 
 from dpref.errors import ParameterError
 from dpref.rigorous import mp_context, mpf_fraction
+from dpref.types import Budget
 from dpref.validation import ceil_float, check_choice, check_epsilon, check_fraction, fmt
 
 __all__ = [
@@ -104,7 +105,7 @@ def amplification_cap(epsilon: Any, neighbours: str) -> Any:
     return epsilon if neighbours == "add-remove" else 2 * epsilon
 
 
-def subsampled_epsilon(epsilon: Any, subsample: Any, neighbours: str = "add-remove") -> Fraction:
+def subsampled_epsilon(epsilon: Budget, subsample: Any, neighbours: str = "add-remove") -> Fraction:
     """A rational upper bound on the ε of an ε₀-DP (add/remove) mechanism run on a
     Poisson subsample with keep probability ``subsample``, under ``neighbours``.
 

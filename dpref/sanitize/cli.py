@@ -24,13 +24,12 @@ import json
 import math
 import sys
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpref.cli.common import read_stream
+from dpref.cli.common import pyplot_for, read_stream
 from dpref.errors import ParameterError
 from dpref.validation import check_fraction, check_int_range, fmt
 
@@ -140,27 +139,6 @@ def _parse_q(text: str) -> FloatArray:
     return check_quantiles("q", values)
 
 
-def _plot_backend(path: str) -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ParameterError(
-            f"plot={path!r}: needs matplotlib; install it with: pip install 'dpref[plot]'"
-        ) from None
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    target = Path(path)
-    ext = target.suffix[1:].lower()
-    if ext not in FigureCanvasBase.get_supported_filetypes():
-        raise ParameterError(f"plot={path!r}: unknown image format {ext or '(none)'!r}")
-    if not target.parent.is_dir():
-        raise ParameterError(f"plot={path!r}: directory {str(target.parent)!r} does not exist")
-    return plt
-
-
 def _progress(total: int) -> Any:
     if total <= PROGRESS_MIN or not sys.stderr.isatty():
         return None
@@ -180,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     every = check_int_range("every", args.every, 1, MAX_EVERY)
     subsample = check_fraction("subsample", args.subsample)
     seed = None if args.seed is None else check_int_range("seed", args.seed, 0, None)
-    plt = _plot_backend(args.plot) if args.plot else None
+    plt = pyplot_for(args.plot) if args.plot else None
     extra: dict[str, Any] = {}
     if args.sketch_k is not None:
         extra["sketch_k"] = args.sketch_k

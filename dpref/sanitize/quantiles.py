@@ -51,6 +51,7 @@ from dpref.sanitize.threshold import (
     check_domain_points,
     check_records,
 )
+from dpref.types import Budget, Count, Seed, Stream
 from dpref.validation import (
     check_epsilon,
     check_int_range,
@@ -198,15 +199,15 @@ class PrivateQuantiles:
         self,
         *,
         domain: Any,
-        epsilon: Any,
-        block_size: Any,
+        epsilon: Budget,
+        block_size: Count,
         subsample: Any = 1,
         tree: Any = "binary",
         neighbours: Any = "replace",
         clamp: Any = False,
         sketch_k: Any = DEFAULT_SKETCH_K,
         exact_limit: Any = 1 << 20,
-        rng: Any = None,
+        rng: Seed = None,
     ) -> None:
         offline = ThresholdSanitizer(
             domain=domain, epsilon=epsilon, tree=tree, neighbours=neighbours
@@ -316,14 +317,14 @@ class PrivateQuantiles:
 
 
 def private_quantiles(
-    stream: Any,
+    stream: Stream,
     q: Any = (0.01, 0.5, 0.99),
     *,
     domain: Any,
-    epsilon: Any,
-    block_size: Any,
+    epsilon: Budget,
+    block_size: Count,
     subsample: Any = 1,
-    rng: Any = None,
+    rng: Seed = None,
 ) -> FloatArray:
     """One-call form: sanitize ``stream`` (at most 2²⁶ records, its final partial block
     included, at most :data:`~dpref.sanitize.streaming.MAX_BATCH_WORK` =
@@ -349,7 +350,9 @@ def private_quantiles(
     return pq.quantiles(qs)
 
 
-def exponential_quantile(data: Any, q: Any, *, domain: Any, epsilon: Any, rng: Any = None) -> float:
+def exponential_quantile(
+    data: Any, q: Any, *, domain: Any, epsilon: Budget, rng: Seed = None
+) -> float:
     """Smith's (2011) one-shot ε-DP quantile: the exponential mechanism over the domain
     points with utility ``u(x) = −dist(qN, [#{y < x}, #{y ≤ x}])`` (sensitivity 1 under
     replace-one), ``P(x) ∝ exp(ε u(x)/2)``, sampled by the Gumbel-max trick.  Needs all

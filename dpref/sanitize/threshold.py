@@ -66,6 +66,7 @@ from dpref.noise import make_rng
 from dpref.plan import LinearPlan
 from dpref.registry import build_mechanism
 from dpref.sanitize.amplification import NEIGHBOURS
+from dpref.types import Budget, Seed
 from dpref.validation import (
     check_choice,
     check_flag,
@@ -293,7 +294,7 @@ class ThresholdSanitizer:
     """The page describing it."""
 
     def __init__(
-        self, *, domain: Any, epsilon: Any, tree: Any = "binary", neighbours: Any = "replace"
+        self, *, domain: Any, epsilon: Budget, tree: Any = "binary", neighbours: Any = "replace"
     ) -> None:
         self.points: FloatArray = check_domain_points("domain", domain)
         self.points.flags.writeable = False
@@ -369,7 +370,7 @@ class ThresholdSanitizer:
         return k
 
     def sanitize_indices(
-        self, idx: IntArray, rng: Any = None, *, capacity: Any = None
+        self, idx: IntArray, rng: Seed = None, *, capacity: Any = None
     ) -> ThresholdRelease:
         """:meth:`sanitize` for records already bucketed by :meth:`bucket`."""
         if not isinstance(idx, np.ndarray) or idx.dtype != np.int64 or idx.ndim != 1:
@@ -401,7 +402,7 @@ class ThresholdSanitizer:
         return ThresholdRelease(noisy, cdf, counts, n, self.points)
 
     def sanitize(
-        self, data: Any, rng: Any = None, *, capacity: Any = None, clamp: Any = False
+        self, data: Any, rng: Seed = None, *, capacity: Any = None, clamp: Any = False
     ) -> ThresholdRelease:
         """Release a synthetic dataset for ``data`` (records in the domain).
 

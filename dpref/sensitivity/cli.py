@@ -12,10 +12,9 @@ import argparse
 import json
 import math
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
-from dpref.errors import DprefError, ParameterError
+from dpref.errors import ParameterError
 from dpref.sensitivity.api import global_sensitivity
 from dpref.sensitivity.queries import NOTEBOOK_QUERIES
 from dpref.validation import parse_number_string
@@ -94,36 +93,10 @@ def _load_values(args: argparse.Namespace) -> list[Fraction]:
     ]
 
 
-def _plot_backend(path: str) -> Any:
-    """matplotlib's pyplot, once ``path`` is known to be writable in a supported format:
-    checked before anything is computed or drawn."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise DprefError(
-            "--plot needs matplotlib; install it with: pip install 'dpref[plot]'"
-        ) from None
-    target = Path(path)
-    ext = target.suffix[1:].lower()
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    formats = FigureCanvasBase.get_supported_filetypes()
-    if ext not in formats:
-        raise ParameterError(
-            f"--plot={path!r}: unknown image format {ext or '(no extension)'!r}; "
-            f"use one of {', '.join(sorted(formats))}"
-        )
-    parent = target.parent
-    if not parent.is_dir():
-        raise ParameterError(f"--plot={path!r}: directory {str(parent)!r} does not exist")
-    return plt
-
-
 def _plot(path: str, values: list[Fraction], args: argparse.Namespace) -> None:
-    plt = _plot_backend(path)
+    from dpref.cli.common import pyplot_for
+
+    plt = pyplot_for(path)
     ks = list(range(1, args.size + 1))
     fig, ax = plt.subplots(figsize=(9, 5))
     for q in NOTEBOOK_QUERIES:
@@ -169,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
                 f"--size={args.size}: --plot draws every Hamming distance 1..size; "
                 f"use --size <= {MAX_PLOT_SIZE} with --plot"
             )
-        _plot_backend(args.plot)  # a bad --plot fails before the computation
+        from dpref.cli.common import pyplot_for
+
+        pyplot_for(args.plot)  # a bad --plot fails before the computation
     values = _load_values(args)
     value = global_sensitivity(
         values,

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpref.errors import DprefTypeError, ParameterError
-from dpref.validation import check_fraction, fmt, parse_number_string
+from dpref.validation import check_fraction, choose_from, fmt, parse_number_string
 
 __all__ = ["NOTEBOOK_QUERIES", "evaluate_query"]
 
@@ -70,9 +70,9 @@ def _parse_query(query: Any, percentile: Any) -> _Query:
         if not 0 <= p <= 100:
             raise ParameterError(f"query={fmt(query)}: percentile must be in [0, 100]")
         return _Query(kind="percentile", p=p)
+    names = ["count", "sum", "mean", "median", "var", "std", "percentile_<p>"]
     raise ParameterError(
-        f"query={fmt(query)}: unknown query; use count, sum, mean, median, var, std or "
-        "percentile_<p> with 0 <= p <= 100"
+        f"query={fmt(query)}: {choose_from(name, names)} (percentile_<p>: 0 <= p <= 100)"
     )
 
 

@@ -292,7 +292,8 @@ def _level_budgets(name: str, tally: _Tally) -> bool:
                 k = int(getattr(probe, "k", 2))
                 if kw.get("k") == "auto":  # an explicit split needs the chosen k
                     kw["k"] = k
-                given = _split(tree_levels(T, k), EPSILON)
+                levels_at = getattr(probe, "levels_at", None)  # the class's own count
+                given = _split(int(levels_at(T)) if levels_at else tree_levels(T, k), EPSILON)
                 m = cls(**{ex.budget_name: EPSILON}, **kw, budget=given)
                 gaussian = ex.privacy == "zcdp"
                 got = (
@@ -308,8 +309,10 @@ def _level_budgets(name: str, tally: _Tally) -> bool:
                 plan = m.plan(T)
                 delta = m.sensitivity
                 bad = ""
+                node_levels = getattr(m, "node_levels", None)  # clipped blocks (BlueTree)
+                by_node = node_levels(T).tolist() if node_levels else None
                 for n in range(plan.n_nodes):
-                    h = _level_of(int(plan.hi[n] - plan.lo[n] + 1), k)
+                    h = by_node[n] if by_node else _level_of(int(plan.hi[n] - plan.lo[n] + 1), k)
                     want = (
                         (delta * delta / (2 * given[h]) if gaussian else delta / given[h])
                         if h >= 0

@@ -57,7 +57,7 @@ from dpref.mechanisms import Mechanism
 from dpref.validation import (
     check_choice,
     check_epsilon,
-    check_fraction,
+    check_exact,
     check_probability_open,
     check_rho,
     fmt,
@@ -209,7 +209,7 @@ def resolve_claim(
         d = check_probability_open("delta", delta)
         return Claim("gdp", epsilon=eps, delta=d)
     if "mu" in given:
-        m = check_fraction("mu", mu)
+        m = check_exact("mu", mu)
         if m <= 0:
             raise ParameterError(f"mu={fmt(mu)}: must be > 0")
         if m * m > 2**20:

@@ -30,6 +30,7 @@ from dpref.rigorous import (
     check_alpha,
     exponential_sensitivity_bounds,
 )
+from dpref.types import Budget, ExactReal, Horizon
 from dpref.validation import ceil_float, fmt
 
 __all__ = ["EXACT_POWER_BITS", "ExponentialSum"]
@@ -85,10 +86,10 @@ class ExponentialSum(_Decayed):
     def __init__(
         self,
         *,
-        alpha: Any,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any = None,
+        alpha: ExactReal,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon | None = None,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

@@ -13,7 +13,7 @@ import math
 from collections import deque
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,7 @@ from dpref.rigorous import (
     polynomial_series_upper,
     root_power_upper,
 )
+from dpref.types import Budget, ExactReal, Horizon
 from dpref.validation import ceil_float, check_choice, check_runs, fmt
 
 __all__ = ["ALLOCATIONS", "NODE_BUDGET", "PolynomialSum"]
@@ -177,12 +178,12 @@ class PolynomialSum(_Decayed):
     def __init__(
         self,
         *,
-        c: Any,
-        beta: Any,
-        epsilon: Any = None,
-        rho: Any = None,
-        allocation: Any = "decaying",
-        horizon: Any = None,
+        c: ExactReal,
+        beta: ExactReal,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        allocation: Literal["decaying", "uniform"] = "decaying",
+        horizon: Horizon | None = None,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

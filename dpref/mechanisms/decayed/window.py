@@ -42,6 +42,7 @@ from dpref.mechanisms.decayed.common import (
 from dpref.noise import NoiseKind, make_rng
 from dpref.plan import ExactSparse, TargetRows
 from dpref.rigorous import check_delta, power_upper, zeta_bounds
+from dpref.types import Budget, Count, ExactReal, Horizon
 from dpref.validation import ceil_float, check_runs, fmt
 
 __all__ = ["AllWindowSum", "WindowSum"]
@@ -210,10 +211,10 @@ class WindowSum(_Decayed):
     def __init__(
         self,
         *,
-        window: Any,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any = None,
+        window: Count,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon | None = None,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:
@@ -407,11 +408,11 @@ class AllWindowSum(_Decayed):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        delta: Any = Fraction(3, 2),
-        window: Any = None,
-        horizon: Any = None,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        delta: ExactReal = Fraction(3, 2),
+        window: Count | None = None,
+        horizon: Horizon | None = None,
         domain: Domain | None = None,
         noise: NoiseKind | None = None,
     ) -> None:

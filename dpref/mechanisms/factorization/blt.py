@@ -25,7 +25,9 @@ from dpref.mechanisms.factorization.common import (
     ToeplitzFactorization,
     _round_up,
 )
+from dpref.noise import NoiseKind
 from dpref.strategy import RationalGF, ScaledSeq
+from dpref.types import Budget, Count, Horizon
 from dpref.validation import check_fraction, fmt, fmt_sequence
 
 FloatArray = npt.NDArray[np.float64]
@@ -199,15 +201,15 @@ class BLT(ToeplitzFactorization):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any = None,
-        theta: Any = None,
-        omega: Any = None,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon | None = None,
+        theta: str | Sequence[float | int | str | Fraction] | None = None,
+        omega: str | Sequence[float | int | str | Fraction] | None = None,
         domain: Domain | None = None,
-        noise: Any = None,
-        participations: Any = None,
-        min_separation: Any = None,
+        noise: NoiseKind | None = None,
+        participations: Count | None = None,
+        min_separation: Count | None = None,
     ) -> None:
         super().__init__(
             epsilon=epsilon,

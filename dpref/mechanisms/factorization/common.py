@@ -26,8 +26,10 @@ from dpref.mechanisms.factorization.participation import (
     column_sum_exact,
     participation_params,
 )
+from dpref.noise import NoiseKind
 from dpref.plan import ExactSparse
 from dpref.strategy import RationalGF, ScaledSeq, ToeplitzPlan, scale_all
+from dpref.types import Budget, Count, Horizon
 from dpref.validation import ceil_float, ceil_sqrt_float
 
 FloatArray = npt.NDArray[np.float64]
@@ -105,13 +107,13 @@ class ToeplitzFactorization(Mechanism):
     def __init__(
         self,
         *,
-        epsilon: Any = None,
-        rho: Any = None,
-        horizon: Any = None,
+        epsilon: Budget | None = None,
+        rho: Budget | None = None,
+        horizon: Horizon | None = None,
         domain: Domain | None = None,
-        noise: Any = None,
-        participations: Any = None,
-        min_separation: Any = None,
+        noise: NoiseKind | None = None,
+        participations: Count | None = None,
+        min_separation: Count | None = None,
     ) -> None:
         _check_noise_kind(noise)
         super().__init__(epsilon=epsilon, rho=rho, horizon=horizon, domain=domain, noise=noise)
