@@ -334,8 +334,13 @@ def run_pycon(block: Block, namespace: dict[str, object]) -> list[str]:
     return []
 
 
-def run_page(path: Path, tmp: Path) -> list[str]:
-    """Run every block of a page in order; the failure messages, one per failing command."""
+def run_page(path: Path, tmp: Path, limit: int | None = None) -> list[str]:
+    """Run every block of a page in order; the failure messages, one per failing command.
+
+    ``limit``: run only the page's first ``limit`` runnable blocks (a prefix, so every
+    block still sees what the blocks before it set up).
+    """
+    runnable = [b for b in parse(path) if b.skip is None and b.language in RUN]
     env = make_sandbox(tmp)
     namespace: dict[str, object] = {"__name__": "__main__"}
     failures: list[str] = []
@@ -343,9 +348,7 @@ def run_page(path: Path, tmp: Path) -> list[str]:
     os.chdir(tmp)
     sys.path.insert(0, str(tmp / "tests"))
     try:
-        for block in parse(path):
-            if block.skip is not None or block.language not in RUN:
-                continue
+        for block in runnable[:limit]:
             if block.language == "pycon":
                 failures += run_pycon(block, namespace)
             elif block.language == "python":

@@ -225,7 +225,11 @@ def _correct16() -> list[Any]:
     ]
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_false_alarm_rate_with_projections() -> None:
+    """Slow (~8 s of CPU, CI runs it); in the default run the projections audit a correct
+    mechanism in test_spread_loss_is_seen_in_the_black_box."""
     alarms = runs = projections = 0
     for seed in range(FA_RUNS // 5):
         for mech in _correct16():

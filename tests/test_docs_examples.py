@@ -23,13 +23,42 @@ MAX_SKIPS = 8
 
 PAGES = pages()
 
+SLOW_PAGES = {
+    "docs/auditing.md": 3,
+    "docs/golden.md": 3,
+    "docs/mechanisms/kary.md": 2,
+    "docs/reproductions.md": 3,
+}
+"""Pages whose whole run takes minutes of CPU (auditing.md alone ~120 s: about sixty
+audits and conformance runs, each its own ``dpref`` process): the whole page is
+``slow`` (CI runs it in its ``-m 'slow and ci'`` step); the default run executes its
+first N runnable blocks (:func:`test_slow_page_opening_runs`)."""
 
-@pytest.mark.parametrize("page", PAGES, ids=page_id)
+
+def _page_param(page: Path) -> object:
+    if page_id(page) in SLOW_PAGES:
+        return pytest.param(page, marks=[pytest.mark.slow, pytest.mark.ci])
+    return page
+
+
+@pytest.mark.parametrize("page", [_page_param(p) for p in PAGES], ids=page_id)
 def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     failures = run_page(page, tmp_path)
     assert not failures, f"{len(failures)} example(s) in {page_id(page)} failed:\n\n" + "\n\n".join(
         failures
     )
+
+
+@pytest.mark.parametrize("name", sorted(SLOW_PAGES))
+def test_slow_page_opening_runs(name: str, tmp_path: Path) -> None:
+    """The default-run companion of a slow page: its opening blocks, through the same
+    sandbox and runners as the whole page."""
+    failures = run_page(ROOT / name, tmp_path, limit=SLOW_PAGES[name])
+    assert not failures, f"{len(failures)} example(s) in {name} failed:\n\n" + "\n\n".join(failures)
+
+
+def test_slow_pages_exist() -> None:
+    assert {page_id(p) for p in PAGES} >= set(SLOW_PAGES)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)

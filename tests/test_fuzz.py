@@ -593,7 +593,8 @@ def _worker(batch: str, slow: bool) -> dict[str, Any]:
     return {"calls": len(labels), "failures": failures, "labels": labels}
 
 
-def _run_batch(batch: str, slow: bool) -> dict[str, Any]:
+def _run_batches(batches: list[str], slow: bool) -> dict[str, dict[str, Any]]:
+    """Run batches one after another in one worker subprocess; their results by batch."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -602,7 +603,7 @@ def _run_batch(batch: str, slow: bool) -> dict[str, Any]:
         "MKL_NUM_THREADS": "1",
     }
     proc = subprocess.run(
-        [sys.executable, __file__, batch, "slow" if slow else "fast"],
+        [sys.executable, __file__, ",".join(batches), "slow" if slow else "fast"],
         capture_output=True,
         text=True,
         timeout=BATCH_SECONDS,
@@ -610,8 +611,9 @@ def _run_batch(batch: str, slow: bool) -> dict[str, Any]:
         cwd=ROOT,
         check=False,
     )
-    assert proc.returncode == 0, f"worker {batch} died ({proc.returncode}): {proc.stderr[-2000:]}"
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == 0, f"worker {batches} died ({proc.returncode}): {proc.stderr[-2000:]}"
+    result: dict[str, dict[str, Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted(result) == sorted(batches)
     return result
 
 
@@ -623,34 +625,79 @@ def _known(label: str, problem: str) -> tuple[str, str, str, str] | None:
     return None
 
 
-def _check(batch: str, slow: bool) -> None:
-    result = _run_batch(batch, slow)
-    assert result["calls"] > 0, f"{batch}: no calls generated"
+def _problems(batch: str, result: dict[str, Any]) -> list[str]:
+    """What is wrong with one batch's result (empty when the property holds)."""
+    if result["calls"] == 0:
+        return [f"{batch}: no calls generated"]
     failures: dict[str, str] = result["failures"]
     unexpected = {k: v for k, v in failures.items() if _known(k, v) is None}
-    assert not unexpected, f"{batch}: {len(unexpected)} calls break the property:\n" + "\n".join(
-        f"  {k} -> {v}" for k, v in sorted(unexpected.items())
-    )
+    problems = []
+    if unexpected:
+        problems.append(
+            f"{batch}: {len(unexpected)} calls break the property:\n"
+            + "\n".join(f"  {k} -> {v}" for k, v in sorted(unexpected.items()))
+        )
     still = {_known(k, v) for k, v in failures.items()}
     for entry in KNOWN_DEFECTS:
         applies = any(re.match(entry[0], label) for label in result["labels"])
-        assert not applies or entry in still, (
-            f"KNOWN_DEFECTS entry {entry[:3]} no longer fails in {batch}: remove it"
-        )
+        if applies and entry not in still:
+            problems.append(
+                f"KNOWN_DEFECTS entry {entry[:3]} no longer fails in {batch}: remove it"
+            )
+    return problems
+
+
+def _check(batches: list[str], slow: bool) -> None:
+    results = _run_batches(batches, slow)
+    problems = [p for batch in batches for p in _problems(batch, results[batch])]
+    assert not problems, "\n".join(problems)
 
 
 BATCHES = batches()
 
+DEFAULT_GROUPS = {
+    kind: [b for b in BATCHES if b.startswith(f"{kind}:")] for kind in ("mechanism", "function")
+}
+"""The default run's API batches share one worker per kind (a worker's start-up, importing
+dpref, costs more CPU than a fast batch's calls); each batch's result is still checked on
+its own.  ``cli`` batches, whose calls are processes anyway, and the slow profile keep one
+worker per batch."""
 
-@pytest.mark.parametrize("batch", BATCHES)
-def test_fuzz(batch: str) -> None:
-    _check(batch, slow=False)
+
+SLOW_CI_BATCHES = {"cli:verify"}
+"""Default-profile batches that are ``slow`` (CI runs them): ``cli:verify`` is ~45 runs of
+``dpref verify`` (~30 s of CPU).  In the default run, verify's command line is covered by
+tests/test_cli.py (valid runs) and tests/test_review_regressions.py (refused numbers)."""
+
+
+def _default_param(group: str) -> Any:
+    if group in SLOW_CI_BATCHES:
+        return pytest.param(group, marks=(pytest.mark.slow, pytest.mark.ci))
+    return group
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        _default_param(g)
+        for g in (
+            *DEFAULT_GROUPS,
+            *(b for b in BATCHES if b.partition(":")[0] not in DEFAULT_GROUPS),
+        )
+    ],
+)
+def test_fuzz(group: str) -> None:
+    _check(DEFAULT_GROUPS.get(group, [group]), slow=False)
+
+
+def test_slow_ci_batches_are_batches() -> None:
+    assert SLOW_CI_BATCHES <= set(BATCHES)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch", BATCHES)
 def test_fuzz_slow(batch: str) -> None:
-    _check(batch, slow=True)
+    _check([batch], slow=True)
 
 
 def test_harness_detects_violations(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -699,5 +746,5 @@ def test_harness_detects_violations(monkeypatch: pytest.MonkeyPatch) -> None:
         signal.signal(signal.SIGPROF, previous_prof)
 
 
-if __name__ == "__main__":
-    print(json.dumps(_worker(sys.argv[1], sys.argv[2] == "slow")))
+if __name__ == "__main__":  # python tests/test_fuzz.py BATCH[,BATCH...] fast|slow
+    print(json.dumps({b: _worker(b, sys.argv[2] == "slow") for b in sys.argv[1].split(",")}))
