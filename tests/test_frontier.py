@@ -244,9 +244,13 @@ def test_gaussian_binary_is_the_spec_number() -> None:
     assert row.max == 420 and not row.upper
 
 
-def test_gaussian_rows_respect_the_factorization_bound() -> None:
-    """No linear Gaussian counter beats γ₂(M_T)²/(2ρ) (every row's max is above it)."""
-    for horizon in (3, 64, 1000):
+@pytest.mark.parametrize(
+    "horizon", [3, 200, pytest.param(1000, marks=[pytest.mark.slow, pytest.mark.ci])]
+)
+def test_gaussian_rows_respect_the_factorization_bound(horizon: int) -> None:
+    """No linear Gaussian counter beats γ₂(M_T)²/(2ρ) (every row's max is above it); T = 1000
+    (18 s: sqrt's and BLT's exact rows) runs with CI's slow set."""
+    if True:
         report = frontier(horizon, rho=1)
         bound = report.bound
         assert isinstance(bound, FactorizationLowerBound)
