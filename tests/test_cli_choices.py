@@ -15,7 +15,7 @@ from dpref.cli import main
 from dpref.errors import ParameterError
 
 COUNTERS_PURE = (
-    "allwindow, binary, elders, honaker, hybrid, kary, simple1, simple2, smooth, two-level"
+    "allwindow, binary, blue, elders, honaker, hybrid, kary, simple1, simple2, smooth, two-level"
 )
 
 
