@@ -267,11 +267,13 @@ def _run_parallel(
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init) as pool:
-        index: dict[Future[list[VerifyRow]], int] = {
-            pool.submit(_run_part, part): i for i, part in enumerate(todo)
-        }
-        pending: set[Future[list[VerifyRow]]] = set(index)
-        try:
+        index: dict[Future[list[VerifyRow]], int] = {}
+        try:  # submitting is inside: the workers start with the first part, and a ^C that
+            # lands while the others are submitted must not fall to the pool's own exit,
+            # which waits for every running part to finish
+            for i, part in enumerate(todo):
+                index[pool.submit(_run_part, part)] = i
+            pending: set[Future[list[VerifyRow]]] = set(index)
             while pending:
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 if heartbeat is not None and not done:
