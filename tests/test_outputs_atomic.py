@@ -160,7 +160,12 @@ def test_signals_stop_verify_and_its_workers(tmp_path: Path, sig: signal.Signals
     js.write_text('{"passed": true}\n')
     argv = [sys.executable, "-m", "dpref", "verify", "--jobs", "2", "--out", str(md)]
     proc = subprocess.Popen(
-        argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_interactive_signals,
     )
     workers: set[int] = set()
     deadline = time.monotonic() + 120
@@ -182,6 +187,16 @@ def test_signals_stop_verify_and_its_workers(tmp_path: Path, sig: signal.Signals
         os.kill(w, signal.SIGKILL)
     assert not alive
     assert not md.exists() and not js.exists()
+
+
+def _interactive_signals() -> None:
+    """In the child, before exec: SIGINT and SIGQUIT at their defaults, as a shell starts a
+    foreground command.  The test process may hold them ignored (in the full suite the
+    pytest-xdist worker did: /proc showed ``SigIgn`` with SIGINT and SIGQUIT set), and a
+    process that starts with SIGINT ignored rightly keeps ignoring it — verify then ran to
+    the end and the test timed out after 60 s."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def _state(pid: int) -> str:
