@@ -174,6 +174,7 @@ def _strip_rendered(html: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 def test_built_site_has_no_raw_role_and_renders_the_math(tmp_path: Path) -> None:
     site = tmp_path / "site"
     mkdocs = Path(sys.executable).with_name("mkdocs")
