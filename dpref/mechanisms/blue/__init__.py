@@ -177,7 +177,7 @@ class BlueTree(Mechanism):
         """The arity."""
         self.layout_kind: str = kind
         """The node set: ``complete``, ``kary``, ``elders`` or ``elders_full``."""
-        lay = layout_of(self.horizon, kk, kind)
+        lay = self._layout(self.horizon)
         if isinstance(budget, str) and budget.strip() == "mean":
             total = self.epsilon if self.rho is None else self.rho
             assert total is not None
@@ -212,7 +212,7 @@ class BlueTree(Mechanism):
     def node_variances(self, horizon: int) -> tuple[Fraction | None, ...]:
         """``s_j`` per level of the tree at ``horizon`` (None above the released levels):
         :meth:`node_variance` of the level scales."""
-        lay = layout_of(horizon, self.k, self.layout_kind)
+        lay = self._layout(horizon)
         return tuple(
             self.node_variance(self.level_scales[j]) if j < lay.levels else None
             for j in range(lay.top + 1)
@@ -227,7 +227,7 @@ class BlueTree(Mechanism):
         if got is None:
             if len(self._weights) > 8:
                 self._weights.clear()
-            lay = layout_of(T, self.k, self.layout_kind)
+            lay = self._layout(T)
             if lay.levels > self.levels:
                 raise ParameterError(f"horizon={T}: needs {lay.levels} levels > {self.levels}")
             got = self._weights[T] = exact_weights(lay, self.node_variances(T))
@@ -269,7 +269,7 @@ class BlueTree(Mechanism):
 
     # ------------------------------------------------------------------ plan
     def _layout(self, horizon: int) -> Layout:
-        return layout_of(horizon, self.k, self.layout_kind)
+        return layout(horizon, self.k, self.layout_kind)
 
     def node_count(self, horizon: int) -> int:
         return self._layout(horizon).size
@@ -444,15 +444,10 @@ def _cached_rows(
 ) -> ExactSparse:
     """:func:`recombination_exact` of one tree (cached: R depends only on the layout and the
     node variances; its arrays are read-only)."""
-    rows = recombination_exact(exact_weights(layout_of(horizon, k, kind), node_var))
+    rows = recombination_exact(exact_weights(layout(horizon, k, kind), node_var))
     for arr in (rows.indptr, rows.indices, rows.idx):
         arr.setflags(write=False)
     return rows
-
-
-def layout_of(horizon: int, k: int, kind: str) -> Layout:
-    """:func:`~dpref.mechanisms.blue.hierarchy.layout` (cached)."""
-    return layout(horizon, k, kind)
 
 
 class _BlueOnline(OnlineCounter):
